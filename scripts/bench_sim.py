@@ -1,0 +1,392 @@
+#!/usr/bin/env python
+"""Throughput benchmark of ``sim_core`` (batched Franka Panda + ground plane) against MuJoCo C.
+
+What it measures
+----------------
+For each batch size ``n_envs`` (default 1, 64, 1024, 4096, 16384):
+
+* **sim_core**: one scene (``Plane`` + bundled ``franka_panda`` MJCF) built with ``n_envs`` envs.
+  After a few warm-up steps, ``sc.synchronize()`` is called and the clock starts; every timed
+  step draws FRESH uniform random position targets inside each joint's range
+  (``scene.mjmodel.jnt_range``) with ``torch.rand`` on the simulation device, passes them to
+  ``franka.control_dofs_position`` and calls ``scene.step()``. ``sc.synchronize()`` is called
+  again before the clock is read at the end. Result: env-steps/s = n_envs * steps / seconds.
+  Target generation and the control call are inside the timed region. Contacts with the plane are
+  part of the scene.
+* **MuJoCo C reference**: ``mujoco.rollout`` on the SAME compiled model (``scene.mjmodel``: same
+  timestep = dt / substeps, same integrator) from ``n_envs`` initial states (the sim's initial
+  qpos), with uniform random controls inside ``actuator_ctrlrange`` for every env and step. That API
+  takes the controls for the whole rollout up front, so they (and the output buffers) are prepared
+  outside the timed region. By default it runs on 1 thread (the calling thread); ``--mj-nthread K``
+  gives rollout a pool of K threads with K ``MjData``.
+
+The number of steps per size is chosen so each size does ~300k env-steps (``--quick``: ~20k), with
+at least a few steps per size and a cap on the step count at small ``n_envs`` (a Python loop of
+``scene.step()`` at n_envs=1 is much slower per env-step); ``--steps N`` forces N steps for both.
+
+Unless ``--skip-compile`` is given, it also measures start-up time: a child Python process
+(``sys.executable -c ...``) imports ``sim_core``, calls ``init``, builds the Franka scene, steps
+once and synchronizes. It runs twice with the same fresh temporary ``WARP_CACHE_PATH`` (Warp's
+kernel cache) and ``WARPGYM_CACHE`` (generated kernel sources): first with both empty (cold:
+code generation + Warp compile), then again (warm: everything loaded from the caches). The times
+reported are measured inside the child, from before ``import sim_core`` to after the first step.
+
+How to run
+----------
+    export WARP_CACHE_PATH=/tmp/wpcache      # optional; Warp's kernel cache for the main process
+    python scripts/bench_sim.py                          # full run, CPU
+    python scripts/bench_sim.py --quick --n-envs 1 64 1024
+    python scripts/bench_sim.py --device cuda --skip-compile
+    python scripts/bench_sim.py --n-envs 4096 --steps 200 --mj-nthread 2 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import mujoco
+import numpy as np
+import torch
+from mujoco import rollout as mj_rollout
+
+DEFAULT_N_ENVS = (1, 64, 1024, 4096, 16384)
+
+
+@dataclass
+class SizeResult:
+    n_envs: int
+    sim_steps: int
+    sim_seconds: float
+    sim_env_steps_per_s: float
+    sim_finite: bool
+    mj_steps: int
+    mj_seconds: float
+    mj_env_steps_per_s: float
+    build_seconds: float
+
+    @property
+    def ratio(self) -> float:
+        return self.sim_env_steps_per_s / self.mj_env_steps_per_s
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--n-envs", type=int, nargs="+", default=list(DEFAULT_N_ENVS),
+                   help="batch sizes to run (default: %(default)s)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="timed steps per size for both simulators (default: auto, ~300k env-steps)")
+    p.add_argument("--warmup", type=int, default=5, help="untimed warm-up steps (default: 5)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--quick", action="store_true", help="short run (~20k env-steps per size)")
+    p.add_argument("--skip-compile", action="store_true",
+                   help="skip the cold-compile / warm-start subprocess measurement")
+    p.add_argument("--compile-n-envs", type=int, default=1,
+                   help="n_envs of the scene built in the start-up measurement (default: 1)")
+    p.add_argument("--mj-nthread", type=int, default=1,
+                   help="threads for mujoco.rollout (default: 1 = the calling thread only)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", type=str, default=None, help="also write the results to this file")
+    args = p.parse_args(argv)
+    if any(n < 1 for n in args.n_envs):
+        p.error("--n-envs values must be >= 1")
+    if args.steps is not None and args.steps < 1:
+        p.error("--steps must be >= 1")
+    if args.mj_nthread < 1:
+        p.error("--mj-nthread must be >= 1")
+    return args
+
+
+def step_counts(n_envs: int, args: argparse.Namespace) -> tuple[int, int]:
+    """(sim_core steps, MuJoCo steps) for one batch size."""
+    if args.steps is not None:
+        return args.steps, args.steps
+    target, min_steps, sim_cap, mj_cap = (
+        (20_000, 3, 50, 2_000) if args.quick else (300_000, 5, 1_000, 20_000)
+    )
+    want = math.ceil(target / n_envs)
+    return max(min_steps, min(sim_cap, want)), max(min_steps, min(mj_cap, want))
+
+
+def machine_info(device: str) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "mujoco": mujoco.__version__,
+        "device": device,
+    }
+    if hasattr(os, "sched_getaffinity"):
+        info["cpus_usable"] = len(os.sched_getaffinity(0))
+    try:
+        import warp as wp
+
+        info["warp"] = wp.config.version
+    except Exception:  # informational only
+        info["warp"] = "?"
+    if device == "cuda" and torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+    return info
+
+
+def dof_ranges(model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
+    """Lower/upper range of every hinge/slide joint (the Franka's 9 dofs), in joint order."""
+    scalar = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    idx = [j for j in range(model.njnt) if int(model.jnt_type[j]) in scalar]
+    if not idx:
+        raise RuntimeError("the model has no hinge/slide joints")
+    rng = np.asarray(model.jnt_range[idx], dtype=np.float64)
+    limited = np.asarray(model.jnt_limited[idx], dtype=bool)
+    if not limited.all():
+        raise RuntimeError(f"joints {np.asarray(idx)[~limited].tolist()} have no range")
+    return rng[:, 0].copy(), rng[:, 1].copy()
+
+
+def ctrl_ranges(model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
+    """Control range of every actuator (the joint's range where ctrlrange is not limited)."""
+    lo = np.asarray(model.actuator_ctrlrange[:, 0], dtype=np.float64).copy()
+    hi = np.asarray(model.actuator_ctrlrange[:, 1], dtype=np.float64).copy()
+    for a in range(model.nu):
+        if not model.actuator_ctrllimited[a]:
+            j = int(model.actuator_trnid[a, 0])
+            lo[a], hi[a] = model.jnt_range[j]
+    return lo, hi
+
+
+def bench_sim_core(sc: Any, n_envs: int, steps: int, args: argparse.Namespace):
+    """Build the scene, time ``steps`` steps with fresh random targets. Returns scene + stats."""
+    t_build = time.perf_counter()
+    scene = sc.Scene(
+        sim_options=sc.SimOptions(dt=0.01, substeps=1),
+        profiling_options=sc.ProfilingOptions(show_FPS=False),
+    )
+    scene.add_entity(sc.morphs.Plane())
+    franka = scene.add_entity(sc.morphs.MJCF(file="franka_panda"))
+    scene.build(n_envs=n_envs)
+    sc.synchronize()
+    build_s = time.perf_counter() - t_build
+
+    lo_np, hi_np = dof_ranges(scene.mjmodel)
+    dev = sc.device
+    lo = torch.as_tensor(lo_np, dtype=torch.float32, device=dev)
+    span = torch.as_tensor(hi_np - lo_np, dtype=torch.float32, device=dev)
+    shape = (n_envs, lo.numel())
+    qpos0 = scene.sim.rigid_solver.get_qpos()[0].detach().cpu().numpy().astype(np.float64)
+
+    for _ in range(args.warmup):
+        franka.control_dofs_position(torch.rand(shape, device=dev) * span + lo)
+        scene.step()
+    sc.synchronize()
+
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        targets = torch.rand(shape, device=dev) * span + lo
+        franka.control_dofs_position(targets)
+        scene.step()
+    sc.synchronize()
+    seconds = time.perf_counter() - t0
+
+    finite = bool(torch.isfinite(scene.sim.rigid_solver.get_qpos()).all().item())
+    return scene, qpos0, build_s, seconds, finite
+
+
+def bench_mujoco(
+    model: mujoco.MjModel, qpos0: np.ndarray, n_envs: int, steps: int, nthread: int, seed: int
+) -> float:
+    """Seconds for ``mujoco.rollout`` of n_envs x steps with random controls."""
+    data = mujoco.MjData(model)
+    mujoco.mj_resetData(model, data)
+    if qpos0.shape == (model.nq,):
+        data.qpos[:] = qpos0
+    mujoco.mj_forward(model, data)
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    nstate = mujoco.mj_stateSize(model, spec)
+    state0 = np.empty(nstate, dtype=np.float64)
+    mujoco.mj_getState(model, data, state0, spec)
+    initial = np.ascontiguousarray(np.broadcast_to(state0, (n_envs, nstate)))
+
+    lo, hi = ctrl_ranges(model)
+    rng = np.random.default_rng(seed)
+    control = rng.uniform(lo, hi, size=(n_envs, steps, model.nu))
+    state_out = np.zeros((n_envs, steps, nstate), dtype=np.float64)
+    sensor_out = np.zeros((n_envs, steps, model.nsensordata), dtype=np.float64)
+
+    datas = [mujoco.MjData(model) for _ in range(nthread)]
+    pool_threads = 0 if nthread == 1 else nthread  # 0: run on the calling thread
+    data_arg: Any = datas[0] if nthread == 1 else datas
+    with mj_rollout.Rollout(nthread=pool_threads) as pool:
+        pool.rollout(model, data_arg, initial[:1], control[:1, :1])  # untimed warm-up call
+        t0 = time.perf_counter()
+        pool.rollout(model, data_arg, initial, control, state=state_out, sensordata=sensor_out)
+        seconds = time.perf_counter() - t0
+    if not np.isfinite(state_out[:, -1]).all():
+        print(f"  warning: MuJoCo state has non-finite values at n_envs={n_envs}")
+    return seconds
+
+
+def mj_contact_activity(model: mujoco.MjModel, steps: int, seed: int) -> tuple[float, float, float]:
+    """Untimed: (fraction of steps with contacts, mean ncon, mean nefc) of one MuJoCo env driven
+    by the benchmark's random controls. Shows how much of the reference's work is contacts."""
+    data = mujoco.MjData(model)
+    lo, hi = ctrl_ranges(model)
+    ctrl = np.random.default_rng(seed).uniform(lo, hi, size=(steps, model.nu))
+    ncon = np.empty(steps)
+    nefc = np.empty(steps)
+    for i in range(steps):
+        data.ctrl[:] = ctrl[i]
+        mujoco.mj_step(model, data)
+        ncon[i], nefc[i] = data.ncon, data.nefc
+    return float((ncon > 0).mean()), float(ncon.mean()), float(nefc.mean())
+
+
+_CHILD = textwrap.dedent(
+    """
+    import time
+    t0 = time.perf_counter()
+    import sim_core as sc
+    t_import = time.perf_counter()
+    sc.init(backend=getattr(sc, {backend!r}), seed=0)
+    t_init = time.perf_counter()
+    scene = sc.Scene(
+        sim_options=sc.SimOptions(dt=0.01, substeps=1),
+        profiling_options=sc.ProfilingOptions(show_FPS=False),
+    )
+    scene.add_entity(sc.morphs.Plane())
+    franka = scene.add_entity(sc.morphs.MJCF(file="franka_panda"))
+    scene.build(n_envs={n_envs})
+    t_build = time.perf_counter()
+    scene.step()
+    sc.synchronize()
+    t_step = time.perf_counter()
+    import json
+    print("BENCH_CHILD " + json.dumps(dict(
+        total=t_step - t0, import_=t_import - t0, init=t_init - t_import,
+        build=t_build - t_init, first_step=t_step - t_build)))
+    """
+)
+
+
+def run_child(backend: str, n_envs: int, env: dict[str, str]) -> dict[str, float]:
+    code = _CHILD.format(backend=backend, n_envs=n_envs)
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=3600, check=False)
+    wall = time.perf_counter() - t0
+    for line in proc.stdout.splitlines():
+        if line.startswith("BENCH_CHILD "):
+            out = json.loads(line[len("BENCH_CHILD "):])
+            out["process_wall"] = wall
+            return out
+    raise RuntimeError(
+        f"start-up child failed (rc={proc.returncode}):\n{proc.stdout[-3000:]}\n"
+        f"{proc.stderr[-3000:]}"
+    )
+
+
+def bench_compile(backend: str, n_envs: int) -> dict[str, dict[str, float]]:
+    tmp = tempfile.mkdtemp(prefix="warpgym_bench_")
+    try:
+        env = dict(os.environ)
+        env["WARP_CACHE_PATH"] = os.path.join(tmp, "warp")
+        env["WARPGYM_CACHE"] = os.path.join(tmp, "warpgym")
+        cold = run_child(backend, n_envs, env)
+        warm = run_child(backend, n_envs, env)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {"cold": cold, "warm": warm}
+
+
+def fmt_rate(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("error: --device cuda but torch.cuda.is_available() is False", file=sys.stderr)
+        return 2
+    backend = "gpu" if args.device == "cuda" else "cpu"
+    torch.manual_seed(args.seed)
+
+    import sim_core as sc
+
+    info = machine_info(args.device)
+    print("machine: " + ", ".join(f"{k}={v}" for k, v in info.items()))
+    print(f"mujoco.rollout threads: {args.mj_nthread} (option --mj-nthread)")
+
+    results: list[SizeResult] = []
+    for n in args.n_envs:
+        sim_steps, mj_steps = step_counts(n, args)
+        sc.init(backend=getattr(sc, backend), seed=args.seed)
+        try:
+            scene, qpos0, build_s, sim_s, finite = bench_sim_core(sc, n, sim_steps, args)
+            model = scene.mjmodel
+            if not results:
+                print(f"model: nq={model.nq} nv={model.nv} nu={model.nu} ngeom={model.ngeom} "
+                      f"timestep={model.opt.timestep} "
+                      f"integrator={mujoco.mjtIntegrator(model.opt.integrator).name}")
+                frac, ncon, nefc = mj_contact_activity(model, 1000, args.seed)
+                print(f"MuJoCo contact activity (1 env, 1000 untimed steps, random controls): "
+                      f"contacts in {100 * frac:.1f}% of steps, mean ncon {ncon:.2f}, "
+                      f"mean nefc {nefc:.2f}")
+            mj_s = bench_mujoco(model, qpos0, n, mj_steps, args.mj_nthread, args.seed)
+        finally:
+            scene = None
+            sc.destroy()
+        r = SizeResult(
+            n_envs=n, sim_steps=sim_steps, sim_seconds=sim_s,
+            sim_env_steps_per_s=n * sim_steps / sim_s, sim_finite=finite,
+            mj_steps=mj_steps, mj_seconds=mj_s, mj_env_steps_per_s=n * mj_steps / mj_s,
+            build_seconds=build_s,
+        )
+        results.append(r)
+        print(f"  n_envs={n}: build {build_s:.2f}s | sim_core {sim_steps} steps in {sim_s:.3f}s"
+              f" | MuJoCo {mj_steps} steps in {mj_s:.3f}s"
+              + ("" if finite else " | WARNING: non-finite sim_core qpos"), flush=True)
+
+    head = f"{'n_envs':>8} | {'sim_core env-steps/s':>20} | {'MuJoCo C env-steps/s':>20} | ratio"
+    print()
+    print(f"device={args.device}, MuJoCo threads={args.mj_nthread}")
+    print(head)
+    print("-" * len(head))
+    for r in results:
+        print(f"{r.n_envs:>8} | {fmt_rate(r.sim_env_steps_per_s):>20} | "
+              f"{fmt_rate(r.mj_env_steps_per_s):>20} | {r.ratio:5.2f}x")
+
+    compile_res: dict[str, dict[str, float]] | None = None
+    if not args.skip_compile:
+        print()
+        print(f"start-up (child process, n_envs={args.compile_n_envs}, device={args.device}):")
+        compile_res = bench_compile(backend, args.compile_n_envs)
+        for kind, c in compile_res.items():
+            print(f"  {kind:>4}: {c['total']:.2f}s import->first step (import {c['import_']:.2f}s,"
+                  f" init {c['init']:.2f}s, build {c['build']:.2f}s,"
+                  f" first step {c['first_step']:.2f}s; process wall {c['process_wall']:.2f}s)")
+
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": info, "args": vars(args),
+                       "sizes": [asdict(r) | {"ratio": r.ratio} for r in results],
+                       "startup": compile_res}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,52 @@
+"""sim_core: a batched rigid-body simulator in NVIDIA Warp with Genesis World's batched API.
+
+Importing works before ``init()``; ``sc.device`` and ``sc.backend`` are None until then.
+"""
+
+from . import morphs
+from .errors import (
+    AlreadyBuiltError,
+    DofsIdxError,
+    EnvsIdxError,
+    InvalidValueError,
+    NotBuiltError,
+    NotInitializedError,
+    ShapeError,
+    SimCoreError,
+    UnsupportedModelError,
+)
+from .options import ProfilingOptions, SimOptions
+from .runtime import Backend, cpu, destroy, gpu, init, synchronize
+from .scene import Scene
+
+__all__ = [
+    "morphs",
+    "init",
+    "destroy",
+    "synchronize",
+    "cpu",
+    "gpu",
+    "Backend",
+    "Scene",
+    "SimOptions",
+    "ProfilingOptions",
+    "SimCoreError",
+    "ShapeError",
+    "InvalidValueError",
+    "EnvsIdxError",
+    "DofsIdxError",
+    "NotBuiltError",
+    "AlreadyBuiltError",
+    "UnsupportedModelError",
+    "NotInitializedError",
+    "device",
+    "backend",
+]
+
+
+def __getattr__(name: str):
+    if name in ("device", "backend"):
+        from . import runtime
+
+        return getattr(runtime.current(), name) if runtime.is_initialized() else None
+    raise AttributeError(f"module 'sim_core' has no attribute {name!r}")

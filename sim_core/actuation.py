@@ -1,0 +1,57 @@
+"""Per-dof actuation, emitted: PD position servo, velocity servo or force, clamped to the force range.
+
+Reads the per-env control arrays loaded at the top of the kernel (``mode{i}``, ``cp{i}``, ``cvt{i}``,
+``cf{i}``, ``kp{i}``, ``kv{i}``, ``lo{i}``, ``hi{i}``) and the state ``q{k}``, ``v{i}``; emits the actuator
+force ``fa{i}`` and ``kd{i}``, the actuator's velocity gain that the implicit integrator treats
+implicitly: ``kv`` while the force is strictly inside its range, 0 when it is clamped (then the
+force no longer depends on the velocity), exactly as MuJoCo's ``implicitfast`` does.
+"""
+
+from __future__ import annotations
+
+from .codegen import Emitter, Tree
+from .types import CtrlMode
+
+__all__ = ["CONTROL_ARRAYS", "emit_load_controls", "emit_actuation"]
+
+# kernel argument -> per-dof local name prefix
+CONTROL_ARRAYS = {
+    "ctrl_mode": "mode",
+    "ctrl_position": "cp",
+    "ctrl_velocity": "cvt",
+    "ctrl_force": "cf_cmd",
+    "dof_kp": "kp",
+    "dof_kv": "kv",
+    "dof_force_lo": "lo",
+    "dof_force_hi": "hi",
+    "qfrc_applied": "qa",
+}
+
+
+def emit_load_controls(t: Tree, e: Emitter) -> None:
+    for i in range(t.m.nv):
+        for arr, name in CONTROL_ARRAYS.items():
+            e(f"{name}{i} = {arr}[w, {i}]")
+
+
+def emit_actuation(t: Tree, e: Emitter) -> None:
+    for i in range(t.m.nv):
+        e(f"fa{i} = cf_cmd{i}")
+        e(f"kd{i} = 0.0")
+        if t.dof_qadr[i] >= 0:  # position servo only for hinge/slide dofs
+            e(f"if mode{i} == {int(CtrlMode.POSITION)}:")
+            with e.indent():
+                e(f"fa{i} = kp{i} * (cp{i} - q{t.dof_qadr[i]}) - kv{i} * v{i}")
+                e(f"kd{i} = kv{i}")
+        e(f"if mode{i} == {int(CtrlMode.VELOCITY)}:")
+        with e.indent():
+            e(f"fa{i} = kv{i} * (cvt{i} - v{i})")
+            e(f"kd{i} = kv{i}")
+        e(f"if fa{i} <= lo{i}:")
+        with e.indent():
+            e(f"fa{i} = lo{i}")
+            e(f"kd{i} = 0.0")
+        e(f"if fa{i} >= hi{i}:")
+        with e.indent():
+            e(f"fa{i} = hi{i}")
+            e(f"kd{i} = 0.0")

@@ -1,0 +1,163 @@
+"""Model-specialized kernel source: a small emitter the stage modules write straight-line code into.
+
+Each physical stage (``kinematics``, ``dynamics``, ``actuation``, ``integrator``) emits the lines of its
+computation for one env, with the model's constants (frames, inertias, axes, tree structure) folded
+in. ``step.py`` composes the stages into kernels, writes the module to a cache folder named by its
+hash and imports it, so Warp compiles each model once and loads it from its kernel cache afterwards.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .types import JointType, Model
+
+__all__ = [
+    "Emitter", "lit", "vec3", "quat", "is_zero", "is_identity_quat", "Tree", "qmul_np", "rotate_np",
+]
+
+
+def lit(x: float) -> str:
+    """A float literal Warp parses as float32."""
+    x = float(x)
+    if not np.isfinite(x):
+        raise ValueError(f"non-finite model constant {x}")
+    return repr(x)
+
+
+def is_zero(v) -> bool:
+    return bool(np.all(np.asarray(v) == 0))
+
+
+def is_identity_quat(q) -> bool:
+    return bool(q[0] == 1 and np.all(np.asarray(q[1:]) == 0))
+
+
+def vec3(v) -> str:
+    return f"wp.vec3({lit(v[0])}, {lit(v[1])}, {lit(v[2])})"
+
+
+def quat(q_wxyz) -> str:
+    """A constant (w, x, y, z) quaternion as Warp's (x, y, z, w) ``wp.quat`` (normalized)."""
+    q = np.asarray(q_wxyz, np.float64)
+    q = q / np.linalg.norm(q)
+    return f"wp.quat({lit(q[1])}, {lit(q[2])}, {lit(q[3])}, {lit(q[0])})"
+
+
+class Emitter:
+    """Collects indented source lines."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.depth = 0
+
+    def __call__(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def indent(self) -> _Indent:
+        return _Indent(self)
+
+    def source(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+class _Indent:
+    def __init__(self, e: Emitter):
+        self.e = e
+
+    def __enter__(self):
+        self.e.depth += 1
+
+    def __exit__(self, *exc):
+        self.e.depth -= 1
+
+
+class Tree:
+    """Derived structure of a Model used by the emitters (all host-side, computed once)."""
+
+    def __init__(self, m: Model):
+        self.m = m
+        nb = m.nbody
+        ndof_path = np.zeros(nb, int)  # dofs on the path from the world to the body (inclusive)
+        self.body_dofs: list[list[int]] = [[] for _ in range(nb)]
+        for i in range(m.nv):
+            self.body_dofs[m.dof_bodyid[i]].append(i)
+        for b in range(1, nb):
+            ndof_path[b] = ndof_path[m.body_parentid[b]] + len(self.body_dofs[b])
+        self.dynamic = ndof_path > 0  # bodies that move
+        # each moving body's tree root: the spatial quantities of a tree are taken about its root's
+        # position (as MuJoCo uses a per-tree point), which keeps float32 cancellation small
+        self.root = np.zeros(nb, int)
+        for b in range(1, nb):
+            p = m.body_parentid[b]
+            self.root[b] = self.root[p] if self.dynamic[p] else b
+        self.children: list[list[int]] = [[] for _ in range(nb)]
+        for b in range(1, nb):
+            self.children[m.body_parentid[b]].append(b)
+        subtree_mass = m.body_mass.copy()
+        for b in range(nb - 1, 0, -1):
+            subtree_mass[m.body_parentid[b]] += subtree_mass[b]
+        self.subtree_mass = subtree_mass
+        self.dof_qadr = np.full(m.nv, -1)  # hinge/slide dof -> its qpos coordinate
+        self.dof_type = np.zeros(m.nv, int)
+        self.dof_translational = np.zeros(m.nv, bool)
+        for j in range(m.njnt):
+            t = JointType(int(m.jnt_type[j]))
+            n = 6 if t == JointType.FREE else 1
+            self.dof_type[m.jnt_dofadr[j] : m.jnt_dofadr[j] + n] = t
+            n_trans = 3 if t == JointType.FREE else int(t == JointType.SLIDE)
+            self.dof_translational[m.jnt_dofadr[j] : m.jnt_dofadr[j] + n_trans] = True
+            if t != JointType.FREE:
+                self.dof_qadr[m.jnt_dofadr[j]] = m.jnt_qposadr[j]
+        # static bodies' world poses, folded to constants
+        self.static_pos = np.zeros((nb, 3))
+        self.static_quat = np.tile([1.0, 0, 0, 0], (nb, 1))
+        for b in range(1, nb):
+            if self.dynamic[b]:
+                continue
+            p = m.body_parentid[b]
+            self.static_pos[b] = self.static_pos[p] + rotate_np(self.static_quat[p], m.body_pos[b])
+            self.static_quat[b] = qmul_np(self.static_quat[p], m.body_quat[b])
+
+    def ancestors(self, i: int) -> list[int]:
+        """Dofs above dof i in the tree, nearest first."""
+        out, j = [], self.m.dof_parentid[i]
+        while j >= 0:
+            out.append(int(j))
+            j = self.m.dof_parentid[j]
+        return out
+
+    def free_qposadr(self) -> list[int]:
+        """qpos address of every free joint."""
+        m = self.m
+        return [int(m.jnt_qposadr[j]) for j in range(m.njnt) if m.jnt_type[j] == JointType.FREE]
+
+    def limited_dofs(self) -> list[tuple[int, int, float, float]]:
+        """(dof, qpos address, lower, upper) of every limited hinge/slide joint."""
+        m = self.m
+        return [
+            (int(m.jnt_dofadr[j]), int(m.jnt_qposadr[j]), float(m.jnt_range[j, 0]),
+             float(m.jnt_range[j, 1]))
+            for j in range(m.njnt)
+            if m.jnt_limited[j]
+        ]
+
+
+def qmul_np(a, b):
+    """(w, x, y, z) quaternion product on the host."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return np.array([
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ])
+
+
+def rotate_np(q, v):
+    """Rotate v by the (w, x, y, z) quaternion q on the host."""
+    w, u = q[0], np.asarray(q[1:])
+    v = np.asarray(v, np.float64)
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)

@@ -1,0 +1,265 @@
+"""Rigid entities (an articulated model or a primitive), their links and joints: the per-dof API.
+
+Every getter/setter/controller takes ``dofs_idx_local=None`` (or ``links_idx_local``) and
+``envs_idx=None``; shapes are ``([n_envs,] ...)``. See ``_select`` for the accepted forms.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+from . import _select
+from .errors import InvalidValueError, NotBuiltError
+from .io import EntityRange
+from .morphs import Morph
+from .types import CtrlMode, JointType
+
+if TYPE_CHECKING:
+    from .scene import Scene
+    from .solver import RigidSolver
+
+__all__ = ["RigidEntity", "RigidLink", "RigidJoint"]
+
+
+class RigidLink:
+    """One body of an entity."""
+
+    def __init__(self, entity: RigidEntity, idx: int, name: str):
+        self.entity, self.idx, self.name = entity, idx, name
+        self.idx_local = idx - entity._range.body_start
+
+    def get_pos(self, envs_idx=None) -> torch.Tensor:
+        """World position of the link frame, ``([n_envs,] 3)``, m."""
+        return self.entity.get_links_pos([self.idx_local], envs_idx=envs_idx)[..., 0, :]
+
+    def get_quat(self, envs_idx=None) -> torch.Tensor:
+        """World orientation of the link frame (w, x, y, z), ``([n_envs,] 4)``."""
+        return self.entity.get_links_quat([self.idx_local], envs_idx=envs_idx)[..., 0, :]
+
+    def __repr__(self) -> str:
+        return f"RigidLink({self.name!r}, idx_local={self.idx_local})"
+
+
+class RigidJoint:
+    """One joint of an entity; ``dofs_idx_local`` are its dofs within the entity."""
+
+    def __init__(self, entity: RigidEntity, idx: int, name: str, jtype: JointType,
+                 dofs_idx: list[int], qs_idx: list[int]):
+        self.entity, self.idx, self.name, self.type = entity, idx, name, jtype
+        self.dofs_idx = dofs_idx
+        self.qs_idx = qs_idx
+        self.dofs_idx_local = [d - entity._dof_start for d in dofs_idx]
+        self.qs_idx_local = [q - entity._q_start for q in qs_idx]
+
+    def __repr__(self) -> str:
+        return f"RigidJoint({self.name!r}, {self.type.name}, dofs_idx_local={self.dofs_idx_local})"
+
+
+class RigidEntity:
+    """An entity added to a scene. Usable (getters, setters, controllers) after ``scene.build()``."""
+
+    def __init__(self, scene: Scene, idx: int, morph: Morph):
+        self.scene, self.idx, self.morph = scene, idx, morph
+        self._solver: RigidSolver | None = None
+
+    # ---- set up by Scene.build -------------------------------------------------------------
+    def _bind(self, solver: RigidSolver, rng: EntityRange) -> None:
+        m = solver.model
+        self._solver, self._range = solver, rng
+        prefix = f"e{self.idx}/"
+        strip = lambda n: n[len(prefix):] if n.startswith(prefix) else n  # noqa: E731
+        self.links = [RigidLink(self, b, strip(m.body_names[b]))
+                      for b in range(rng.body_start, rng.body_start + rng.nbody)]
+        joints = range(rng.jnt_start, rng.jnt_start + rng.njnt)
+        self._dof_start = int(m.jnt_dofadr[rng.jnt_start]) if rng.njnt else 0
+        self._q_start = int(m.jnt_qposadr[rng.jnt_start]) if rng.njnt else 0
+        self.joints = []
+        for j in joints:
+            jt = JointType(int(m.jnt_type[j]))
+            nd, nq = (6, 7) if jt == JointType.FREE else (1, 1)
+            d0, q0 = int(m.jnt_dofadr[j]), int(m.jnt_qposadr[j])
+            self.joints.append(RigidJoint(self, j, strip(m.jnt_names[j]), jt,
+                                          list(range(d0, d0 + nd)), list(range(q0, q0 + nq))))
+        self.n_dofs = sum(len(j.dofs_idx) for j in self.joints)
+        self.n_qs = sum(len(j.qs_idx) for j in self.joints)
+        self._dof_qadr = torch.as_tensor(solver.dof_qposadr()[self._dof_start:self._dof_start + self.n_dofs])
+
+    @property
+    def n_links(self) -> int:
+        return len(self.links)
+
+    def get_link(self, name: str) -> RigidLink:
+        for link in self.links:
+            if link.name == name:
+                return link
+        raise KeyError(f"name: no link {name!r}; links: {[lk.name for lk in self.links]}")
+
+    def get_joint(self, name: str) -> RigidJoint:
+        for joint in self.joints:
+            if joint.name == name:
+                return joint
+        raise KeyError(f"name: no joint {name!r}; joints: {[j.name for j in self.joints]}")
+
+    # ---- helpers ---------------------------------------------------------------------------
+    @property
+    def solver(self) -> RigidSolver:
+        if self._solver is None:
+            raise NotBuiltError("this call needs a built scene: call scene.build() first")
+        return self._solver
+
+    def _sel(self, dofs_idx_local, envs_idx):
+        s = self.solver
+        cols = _select.select_cols(dofs_idx_local, self.n_dofs, self._dof_start, "dofs_idx_local")
+        return cols, _select.select_envs(envs_idx, s.n_envs, s.device)
+
+    def _qcols(self, dofs_idx_local):
+        """qpos columns of the selected dofs; free-joint dofs have no single coordinate."""
+        cols = _select.select_cols(dofs_idx_local, self.n_dofs, 0, "dofs_idx_local")
+        adr = self._dof_qadr[cols]
+        if bool((adr < 0).any()):
+            raise InvalidValueError(
+                "dofs_idx_local: a free joint's dofs have no joint position; use the link pose "
+                "(get_links_pos/get_links_quat) or scene.sim.rigid_solver.get_qpos()"
+            )
+        lo = int(adr[0])
+        if torch.equal(adr, torch.arange(lo, lo + adr.numel())):
+            return slice(lo, lo + adr.numel())
+        return adr
+
+    def _get(self, field: str, dofs_idx_local, envs_idx) -> torch.Tensor:
+        cols, sel = self._sel(dofs_idx_local, envs_idx)
+        return _select.read(self.solver.t[field], cols, sel, self.solver.n_envs)
+
+    def _set(self, pairs, value, name, dofs_idx_local, envs_idx, *, check=None):
+        """Validate ``value`` once, then write it to every ``(field, cols)`` in ``pairs``."""
+        s = self.solver
+        cols, sel = self._sel(dofs_idx_local, envs_idx)
+        vals, batched = _select.to_values(value, name, sel, s.n_envs, (_select.ncols(cols),), s.device)
+        if check is not None:
+            check(vals)
+        for field, target_cols, v in pairs(cols, vals):
+            _select.write(s.t[field], target_cols, sel, v, batched, s.n_envs)
+        return sel
+
+    def _control(self, field: str, mode: CtrlMode, value, name, dofs_idx_local, envs_idx):
+        def pairs(cols, vals):
+            return [(field, cols, vals), ("ctrl_mode", cols, torch.full_like(vals, int(mode)).int())]
+
+        self._set(pairs, value, name, dofs_idx_local, envs_idx)
+
+    # ---- getters ---------------------------------------------------------------------------
+    def get_dofs_position(self, dofs_idx_local=None, envs_idx=None) -> torch.Tensor:
+        """Joint positions, ``([n_envs,] n_selected_dofs)``, rad or m (hinge/slide dofs)."""
+        qcols = self._qcols(dofs_idx_local)
+        sel = _select.select_envs(envs_idx, self.solver.n_envs, self.solver.device)
+        return _select.read(self.solver.t["qpos"], qcols, sel, self.solver.n_envs)
+
+    def get_dofs_velocity(self, dofs_idx_local=None, envs_idx=None) -> torch.Tensor:
+        """Dof velocities, ``([n_envs,] n_selected_dofs)``, rad/s or m/s."""
+        return self._get("qvel", dofs_idx_local, envs_idx)
+
+    def get_dofs_force(self, dofs_idx_local=None, envs_idx=None) -> torch.Tensor:
+        """Actuator force of the last substep (after clamping), ``([n_envs,] n_dofs)``, N m or N."""
+        return self._get("qfrc_actuator", dofs_idx_local, envs_idx)
+
+    def get_dofs_kp(self, dofs_idx_local=None, envs_idx=None) -> torch.Tensor:
+        return self._get("dof_kp", dofs_idx_local, envs_idx)
+
+    def get_dofs_kv(self, dofs_idx_local=None, envs_idx=None) -> torch.Tensor:
+        return self._get("dof_kv", dofs_idx_local, envs_idx)
+
+    def get_dofs_force_range(self, dofs_idx_local=None, envs_idx=None):
+        """(lower, upper) actuator force limits, each ``([n_envs,] n_dofs)``."""
+        return (self._get("dof_force_lo", dofs_idx_local, envs_idx),
+                self._get("dof_force_hi", dofs_idx_local, envs_idx))
+
+    def get_links_pos(self, links_idx_local=None, envs_idx=None) -> torch.Tensor:
+        """Link frame positions, ``([n_envs,] n_links, 3)``, m."""
+        return self._links("xpos", links_idx_local, envs_idx)
+
+    def get_links_quat(self, links_idx_local=None, envs_idx=None) -> torch.Tensor:
+        """Link frame orientations (w, x, y, z), ``([n_envs,] n_links, 4)``."""
+        return self._links("xquat", links_idx_local, envs_idx)
+
+    def _links(self, field, links_idx_local, envs_idx) -> torch.Tensor:
+        s = self.solver
+        cols = _select.select_cols(links_idx_local, self.n_links, self._range.body_start,
+                                   "links_idx_local")
+        sel = _select.select_envs(envs_idx, s.n_envs, s.device)
+        return _select.read(s.t[field], cols, sel, s.n_envs)
+
+    # ---- setters ---------------------------------------------------------------------------
+    def set_dofs_position(self, position, dofs_idx_local=None, zero_velocity=True, envs_idx=None):
+        """Set joint positions (hinge/slide dofs) of the selected envs and update the link poses.
+
+        ``zero_velocity`` also zeroes the velocity of all of this entity's dofs in those envs.
+        """
+        qcols = self._qcols(dofs_idx_local)
+        all_dofs = slice(self._dof_start, self._dof_start + self.n_dofs)
+
+        def pairs(cols, vals):
+            out = [("qpos", qcols, vals)]
+            if zero_velocity:
+                out.append(("qvel", all_dofs, torch.zeros(vals.shape[:-1] + (self.n_dofs,),
+                                                          device=vals.device)))
+            return out
+
+        self._set(pairs, position, "position", dofs_idx_local, envs_idx)
+        self.solver.forward_kinematics()
+
+    def set_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None):
+        """Set dof velocities, ``([n_envs,] n_selected_dofs)``."""
+        self._set(lambda c, v: [("qvel", c, v)], velocity, "velocity", dofs_idx_local, envs_idx)
+
+    def set_dofs_kp(self, kp, dofs_idx_local=None, envs_idx=None):
+        """Position gains (>= 0), per env when ``kp`` is batched."""
+        self._set(lambda c, v: [("dof_kp", c, v)], kp, "kp", dofs_idx_local, envs_idx,
+                  check=_nonnegative("kp"))
+
+    def set_dofs_kv(self, kv, dofs_idx_local=None, envs_idx=None):
+        """Velocity gains (>= 0), per env when ``kv`` is batched."""
+        self._set(lambda c, v: [("dof_kv", c, v)], kv, "kv", dofs_idx_local, envs_idx,
+                  check=_nonnegative("kv"))
+
+    def set_dofs_force_range(self, lower, upper, dofs_idx_local=None, envs_idx=None):
+        """Actuator force limits; ``lower <= upper`` elementwise."""
+        s = self.solver
+        cols, sel = self._sel(dofs_idx_local, envs_idx)
+        n = (_select.ncols(cols),)
+        lo, b1 = _select.to_values(lower, "lower", sel, s.n_envs, n, s.device)
+        hi, b2 = _select.to_values(upper, "upper", sel, s.n_envs, n, s.device)
+        if b1 != b2 or lo.shape != hi.shape:
+            raise _select.ShapeError(f"lower/upper: shapes differ: {tuple(lo.shape)} vs {tuple(hi.shape)}")
+        if bool((lo > hi).any()):
+            raise InvalidValueError("lower/upper: lower must not exceed upper")
+        _select.write(s.t["dof_force_lo"], cols, sel, lo, b1, s.n_envs)
+        _select.write(s.t["dof_force_hi"], cols, sel, hi, b1, s.n_envs)
+
+    # ---- controllers -------------------------------------------------------------------------
+    def control_dofs_position(self, position, dofs_idx_local=None, envs_idx=None):
+        """PD position targets: ``f = kp (position - q) - kv qd``, clamped to the force range."""
+        self._qcols(dofs_idx_local)  # rejects free-joint dofs
+        self._control("ctrl_position", CtrlMode.POSITION, position, "position", dofs_idx_local,
+                      envs_idx)
+
+    def control_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None):
+        """Velocity targets: ``f = kv (velocity - qd)``, clamped to the force range."""
+        self._control("ctrl_velocity", CtrlMode.VELOCITY, velocity, "velocity", dofs_idx_local,
+                      envs_idx)
+
+    def control_dofs_force(self, force, dofs_idx_local=None, envs_idx=None):
+        """Force commands, N m or N, clamped to the force range."""
+        self._control("ctrl_force", CtrlMode.FORCE, force, "force", dofs_idx_local, envs_idx)
+
+    def __repr__(self) -> str:
+        return f"RigidEntity({type(self.morph).__name__}, idx={self.idx})"
+
+
+def _nonnegative(name):
+    def check(v: torch.Tensor) -> None:
+        if bool((v < 0).any()):
+            raise InvalidValueError(f"{name}: gains must be >= 0")
+
+    return check

@@ -1,0 +1,87 @@
+"""Morphs: what an entity is made of (a model file or a primitive), as in Genesis World.
+
+>>> import sim_core as sc
+>>> sc.morphs.MJCF(file="franka_panda").file.endswith("franka_panda.xml")
+True
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Morph", "MJCF", "URDF", "Plane", "ASSETS_DIR", "resolve_file"]
+
+ASSETS_DIR = Path(__file__).resolve().parent / "assets"
+
+
+def resolve_file(file: str | os.PathLike, suffix: str) -> str:
+    """Return the path of ``file``: an existing path, or the name of a bundled asset."""
+    path = Path(file).expanduser()
+    if path.is_file():
+        return str(path.resolve())
+    bundled = ASSETS_DIR / (path.name if path.suffix else path.name + suffix)
+    if bundled.is_file() and path.parent == Path("."):
+        return str(bundled)
+    names = sorted(p.stem for p in ASSETS_DIR.glob(f"*{suffix}"))
+    raise FileNotFoundError(
+        f"file={str(file)!r}: no such file, and not a bundled asset name (bundled: {names})"
+    )
+
+
+def _vec(name: str, value, n: int) -> tuple[float, ...]:
+    vals = tuple(float(x) for x in value)
+    if len(vals) != n:
+        raise ValueError(f"{name}: expected {n} numbers, got {len(vals)} ({value!r})")
+    return vals
+
+
+@dataclass(frozen=True)
+class Morph:
+    """Base: where the entity's root frame is placed in the world.
+
+    Attributes:
+        pos: (3,) position of the entity's root frame, m.
+        quat: (4,) orientation (w, x, y, z) of the entity's root frame; normalized on load.
+    """
+
+    pos: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    quat: tuple[float, float, float, float] = (1.0, 0.0, 0.0, 0.0)
+
+    def __post_init__(self):
+        object.__setattr__(self, "pos", _vec("pos", self.pos, 3))
+        quat = _vec("quat", self.quat, 4)
+        if sum(x * x for x in quat) < 1e-12:
+            raise ValueError(f"quat: a rotation quaternion must have non-zero norm, got {quat}")
+        object.__setattr__(self, "quat", quat)
+
+
+@dataclass(frozen=True)
+class _FileMorph(Morph):
+    file: str = ""
+    ignore_unsupported: bool = False  # warn instead of raising on elements that change physics
+
+    _suffix = ".xml"
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "file", resolve_file(self.file, self._suffix))
+
+
+@dataclass(frozen=True)
+class MJCF(_FileMorph):
+    """An MJCF file (a path or a bundled name such as ``"franka_panda"``), compiled by ``mujoco``."""
+
+
+@dataclass(frozen=True)
+class URDF(_FileMorph):
+    """A URDF file compiled by ``mujoco``; ``fixed=False`` gives its root link a free joint."""
+
+    fixed: bool = True
+    _suffix = ".urdf"
+
+
+@dataclass(frozen=True)
+class Plane(Morph):
+    """An infinite ground plane through ``pos`` with normal along the frame's z axis (static)."""
