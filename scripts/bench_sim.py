@@ -86,19 +86,39 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description=__doc__.split("\n\n")[0] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--n-envs", type=int, nargs="+", default=list(DEFAULT_N_ENVS),
-                   help="batch sizes to run (default: %(default)s)")
-    p.add_argument("--steps", type=int, default=None,
-                   help="timed steps per size for both simulators (default: auto, ~300k env-steps)")
+    p.add_argument(
+        "--n-envs",
+        type=int,
+        nargs="+",
+        default=list(DEFAULT_N_ENVS),
+        help="batch sizes to run (default: %(default)s)",
+    )
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="timed steps per size for both simulators (default: auto, ~300k env-steps)",
+    )
     p.add_argument("--warmup", type=int, default=5, help="untimed warm-up steps (default: 5)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--quick", action="store_true", help="short run (~20k env-steps per size)")
-    p.add_argument("--skip-compile", action="store_true",
-                   help="skip the cold-compile / warm-start subprocess measurement")
-    p.add_argument("--compile-n-envs", type=int, default=1,
-                   help="n_envs of the scene built in the start-up measurement (default: 1)")
-    p.add_argument("--mj-nthread", type=int, default=1,
-                   help="threads for mujoco.rollout (default: 1 = the calling thread only)")
+    p.add_argument(
+        "--skip-compile",
+        action="store_true",
+        help="skip the cold-compile / warm-start subprocess measurement",
+    )
+    p.add_argument(
+        "--compile-n-envs",
+        type=int,
+        default=1,
+        help="n_envs of the scene built in the start-up measurement (default: 1)",
+    )
+    p.add_argument(
+        "--mj-nthread",
+        type=int,
+        default=1,
+        help="threads for mujoco.rollout (default: 1 = the calling thread only)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", type=str, default=None, help="also write the results to this file")
     args = p.parse_args(argv)
@@ -286,12 +306,18 @@ _CHILD = textwrap.dedent(
 def run_child(backend: str, n_envs: int, env: dict[str, str]) -> dict[str, float]:
     code = _CHILD.format(backend=backend, n_envs=n_envs)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=3600, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
     wall = time.perf_counter() - t0
     for line in proc.stdout.splitlines():
         if line.startswith("BENCH_CHILD "):
-            out = json.loads(line[len("BENCH_CHILD "):])
+            out = json.loads(line[len("BENCH_CHILD ") :])
             out["process_wall"] = wall
             return out
     raise RuntimeError(
@@ -339,27 +365,39 @@ def main(argv: list[str] | None = None) -> int:
             scene, qpos0, build_s, sim_s, finite = bench_sim_core(sc, n, sim_steps, args)
             model = scene.mjmodel
             if not results:
-                print(f"model: nq={model.nq} nv={model.nv} nu={model.nu} ngeom={model.ngeom} "
-                      f"timestep={model.opt.timestep} "
-                      f"integrator={mujoco.mjtIntegrator(model.opt.integrator).name}")
+                print(
+                    f"model: nq={model.nq} nv={model.nv} nu={model.nu} ngeom={model.ngeom} "
+                    f"timestep={model.opt.timestep} "
+                    f"integrator={mujoco.mjtIntegrator(model.opt.integrator).name}"
+                )
                 frac, ncon, nefc = mj_contact_activity(model, 1000, args.seed)
-                print(f"MuJoCo contact activity (1 env, 1000 untimed steps, random controls): "
-                      f"contacts in {100 * frac:.1f}% of steps, mean ncon {ncon:.2f}, "
-                      f"mean nefc {nefc:.2f}")
+                print(
+                    f"MuJoCo contact activity (1 env, 1000 untimed steps, random controls): "
+                    f"contacts in {100 * frac:.1f}% of steps, mean ncon {ncon:.2f}, "
+                    f"mean nefc {nefc:.2f}"
+                )
             mj_s = bench_mujoco(model, qpos0, n, mj_steps, args.mj_nthread, args.seed)
         finally:
             scene = None
             sc.destroy()
         r = SizeResult(
-            n_envs=n, sim_steps=sim_steps, sim_seconds=sim_s,
-            sim_env_steps_per_s=n * sim_steps / sim_s, sim_finite=finite,
-            mj_steps=mj_steps, mj_seconds=mj_s, mj_env_steps_per_s=n * mj_steps / mj_s,
+            n_envs=n,
+            sim_steps=sim_steps,
+            sim_seconds=sim_s,
+            sim_env_steps_per_s=n * sim_steps / sim_s,
+            sim_finite=finite,
+            mj_steps=mj_steps,
+            mj_seconds=mj_s,
+            mj_env_steps_per_s=n * mj_steps / mj_s,
             build_seconds=build_s,
         )
         results.append(r)
-        print(f"  n_envs={n}: build {build_s:.2f}s | sim_core {sim_steps} steps in {sim_s:.3f}s"
-              f" | MuJoCo {mj_steps} steps in {mj_s:.3f}s"
-              + ("" if finite else " | WARNING: non-finite sim_core qpos"), flush=True)
+        print(
+            f"  n_envs={n}: build {build_s:.2f}s | sim_core {sim_steps} steps in {sim_s:.3f}s"
+            f" | MuJoCo {mj_steps} steps in {mj_s:.3f}s"
+            + ("" if finite else " | WARNING: non-finite sim_core qpos"),
+            flush=True,
+        )
 
     head = f"{'n_envs':>8} | {'sim_core env-steps/s':>20} | {'MuJoCo C env-steps/s':>20} | ratio"
     print()
@@ -367,8 +405,10 @@ def main(argv: list[str] | None = None) -> int:
     print(head)
     print("-" * len(head))
     for r in results:
-        print(f"{r.n_envs:>8} | {fmt_rate(r.sim_env_steps_per_s):>20} | "
-              f"{fmt_rate(r.mj_env_steps_per_s):>20} | {r.ratio:5.2f}x")
+        print(
+            f"{r.n_envs:>8} | {fmt_rate(r.sim_env_steps_per_s):>20} | "
+            f"{fmt_rate(r.mj_env_steps_per_s):>20} | {r.ratio:5.2f}x"
+        )
 
     compile_res: dict[str, dict[str, float]] | None = None
     if not args.skip_compile:
@@ -376,15 +416,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"start-up (child process, n_envs={args.compile_n_envs}, device={args.device}):")
         compile_res = bench_compile(backend, args.compile_n_envs)
         for kind, c in compile_res.items():
-            print(f"  {kind:>4}: {c['total']:.2f}s import->first step (import {c['import_']:.2f}s,"
-                  f" init {c['init']:.2f}s, build {c['build']:.2f}s,"
-                  f" first step {c['first_step']:.2f}s; process wall {c['process_wall']:.2f}s)")
+            print(
+                f"  {kind:>4}: {c['total']:.2f}s import->first step (import {c['import_']:.2f}s,"
+                f" init {c['init']:.2f}s, build {c['build']:.2f}s,"
+                f" first step {c['first_step']:.2f}s; process wall {c['process_wall']:.2f}s)"
+            )
 
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"machine": info, "args": vars(args),
-                       "sizes": [asdict(r) | {"ratio": r.ratio} for r in results],
-                       "startup": compile_res}, f, indent=2)
+            json.dump(
+                {
+                    "machine": info,
+                    "args": vars(args),
+                    "sizes": [asdict(r) | {"ratio": r.ratio} for r in results],
+                    "startup": compile_res,
+                },
+                f,
+                indent=2,
+            )
     return 0
 
 

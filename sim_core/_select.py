@@ -29,7 +29,9 @@ def select_envs(envs_idx, n_envs: int, device: torch.device) -> EnvSel:
     if envs_idx is None:
         return EnvSel(count=max(n_envs, 1))
     if n_envs == 0:
-        raise EnvsIdxError("envs_idx: the scene was built with n_envs=0 (no batch); pass envs_idx=None")
+        raise EnvsIdxError(
+            "envs_idx: the scene was built with n_envs=0 (no batch); pass envs_idx=None"
+        )
     t = envs_idx if isinstance(envs_idx, torch.Tensor) else torch.as_tensor(np.asarray(envs_idx))
     if t.dtype == torch.bool:
         if t.shape != (n_envs,):
@@ -39,7 +41,9 @@ def select_envs(envs_idx, n_envs: int, device: torch.device) -> EnvSel:
         count = int(t.sum()) if t.device.type == "cpu" else None
         return EnvSel(mask=t.to(device), count=count)
     if t.dtype.is_floating_point or t.dtype.is_complex:
-        raise EnvsIdxError(f"envs_idx: expected integer indices or a bool mask, got dtype {t.dtype}")
+        raise EnvsIdxError(
+            f"envs_idx: expected integer indices or a bool mask, got dtype {t.dtype}"
+        )
     if t.ndim == 0:
         t = t.reshape(1)
     if t.ndim != 1:
@@ -62,8 +66,10 @@ def select_cols(idx_local, n: int, start: int, name: str) -> slice | torch.Tenso
     """
     if idx_local is None:
         return slice(start, start + n)
-    host = idx_local.detach().cpu() if isinstance(idx_local, torch.Tensor) else torch.as_tensor(
-        np.asarray(idx_local)
+    host = (
+        idx_local.detach().cpu()
+        if isinstance(idx_local, torch.Tensor)
+        else torch.as_tensor(np.asarray(idx_local))
     )
     if host.dtype.is_floating_point or host.dtype == torch.bool:
         raise DofsIdxError(f"{name}: expected integer indices, got dtype {host.dtype}")
@@ -85,8 +91,14 @@ def ncols(cols: slice | torch.Tensor) -> int:
 
 
 def to_values(
-    values, name: str, sel: EnvSel, n_envs: int, trailing: tuple[int, ...], device: torch.device,
-    *, check_finite: bool = True,
+    values,
+    name: str,
+    sel: EnvSel,
+    n_envs: int,
+    trailing: tuple[int, ...],
+    device: torch.device,
+    *,
+    check_finite: bool = True,
 ) -> tuple[torch.Tensor, bool]:
     """Convert ``values`` to float32 on ``device`` and check its shape.
 
@@ -95,8 +107,10 @@ def to_values(
     no device sync). Returns the tensor and whether it has a batch dimension.
     """
     t = values if isinstance(values, torch.Tensor) else torch.as_tensor(np.asarray(values))
-    if not (t.dtype.is_floating_point or t.dtype in (torch.int32, torch.int64, torch.int16, torch.int8,
-                                                     torch.uint8)):
+    if not (
+        t.dtype.is_floating_point
+        or t.dtype in (torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8)
+    ):
         raise InvalidValueError(f"{name}: expected real numbers, got dtype {t.dtype}")
     t = t.to(device=device, dtype=torch.float32)
     shape = tuple(t.shape)
@@ -120,8 +134,9 @@ def to_values(
     return t, batched
 
 
-def write(target: torch.Tensor, cols, sel: EnvSel, values: torch.Tensor, batched: bool,
-          n_envs: int) -> None:
+def write(
+    target: torch.Tensor, cols, sel: EnvSel, values: torch.Tensor, batched: bool, n_envs: int
+) -> None:
     """``target[selected envs, cols] = values`` in place (``target`` is (nworld, ...))."""
     if sel.mask is not None and (not batched or values.shape[0] == n_envs):
         view = target[:, cols]

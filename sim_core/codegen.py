@@ -13,7 +13,15 @@ import numpy as np
 from .types import JointType, Model
 
 __all__ = [
-    "Emitter", "lit", "vec3", "quat", "is_zero", "is_identity_quat", "Tree", "qmul_np", "rotate_np",
+    "Emitter",
+    "lit",
+    "vec3",
+    "quat",
+    "is_zero",
+    "is_identity_quat",
+    "Tree",
+    "qmul_np",
+    "rotate_np",
 ]
 
 
@@ -136,8 +144,12 @@ class Tree:
         """(dof, qpos address, lower, upper) of every limited hinge/slide joint."""
         m = self.m
         return [
-            (int(m.jnt_dofadr[j]), int(m.jnt_qposadr[j]), float(m.jnt_range[j, 0]),
-             float(m.jnt_range[j, 1]))
+            (
+                int(m.jnt_dofadr[j]),
+                int(m.jnt_qposadr[j]),
+                float(m.jnt_range[j, 0]),
+                float(m.jnt_range[j, 1]),
+            )
             for j in range(m.njnt)
             if m.jnt_limited[j]
         ]
@@ -147,12 +159,14 @@ def qmul_np(a, b):
     """(w, x, y, z) quaternion product on the host."""
     aw, ax, ay, az = a
     bw, bx, by, bz = b
-    return np.array([
-        aw * bw - ax * bx - ay * by - az * bz,
-        aw * bx + ax * bw + ay * bz - az * by,
-        aw * by - ax * bz + ay * bw + az * bx,
-        aw * bz + ax * by - ay * bx + az * bw,
-    ])
+    return np.array(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ]
+    )
 
 
 def rotate_np(q, v):

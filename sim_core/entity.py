@@ -45,8 +45,15 @@ class RigidLink:
 class RigidJoint:
     """One joint of an entity; ``dofs_idx_local`` are its dofs within the entity."""
 
-    def __init__(self, entity: RigidEntity, idx: int, name: str, jtype: JointType,
-                 dofs_idx: list[int], qs_idx: list[int]):
+    def __init__(
+        self,
+        entity: RigidEntity,
+        idx: int,
+        name: str,
+        jtype: JointType,
+        dofs_idx: list[int],
+        qs_idx: list[int],
+    ):
         self.entity, self.idx, self.name, self.type = entity, idx, name, jtype
         self.dofs_idx = dofs_idx
         self.qs_idx = qs_idx
@@ -69,9 +76,11 @@ class RigidEntity:
         m = solver.model
         self._solver, self._range = solver, rng
         prefix = f"e{self.idx}/"
-        strip = lambda n: n[len(prefix):] if n.startswith(prefix) else n  # noqa: E731
-        self.links = [RigidLink(self, b, strip(m.body_names[b]))
-                      for b in range(rng.body_start, rng.body_start + rng.nbody)]
+        strip = lambda n: n[len(prefix) :] if n.startswith(prefix) else n  # noqa: E731
+        self.links = [
+            RigidLink(self, b, strip(m.body_names[b]))
+            for b in range(rng.body_start, rng.body_start + rng.nbody)
+        ]
         joints = range(rng.jnt_start, rng.jnt_start + rng.njnt)
         self._dof_start = int(m.jnt_dofadr[rng.jnt_start]) if rng.njnt else 0
         self._q_start = int(m.jnt_qposadr[rng.jnt_start]) if rng.njnt else 0
@@ -80,11 +89,21 @@ class RigidEntity:
             jt = JointType(int(m.jnt_type[j]))
             nd, nq = (6, 7) if jt == JointType.FREE else (1, 1)
             d0, q0 = int(m.jnt_dofadr[j]), int(m.jnt_qposadr[j])
-            self.joints.append(RigidJoint(self, j, strip(m.jnt_names[j]), jt,
-                                          list(range(d0, d0 + nd)), list(range(q0, q0 + nq))))
+            self.joints.append(
+                RigidJoint(
+                    self,
+                    j,
+                    strip(m.jnt_names[j]),
+                    jt,
+                    list(range(d0, d0 + nd)),
+                    list(range(q0, q0 + nq)),
+                )
+            )
         self.n_dofs = sum(len(j.dofs_idx) for j in self.joints)
         self.n_qs = sum(len(j.qs_idx) for j in self.joints)
-        self._dof_qadr = torch.as_tensor(solver.dof_qposadr()[self._dof_start:self._dof_start + self.n_dofs])
+        self._dof_qadr = torch.as_tensor(
+            solver.dof_qposadr()[self._dof_start : self._dof_start + self.n_dofs]
+        )
 
     @property
     def n_links(self) -> int:
@@ -116,6 +135,7 @@ class RigidEntity:
 
     def _qcols(self, dofs_idx_local):
         """qpos columns of the selected dofs; free-joint dofs have no single coordinate."""
+        self.solver  # noqa: B018 (raises NotBuiltError before build)
         cols = _select.select_cols(dofs_idx_local, self.n_dofs, 0, "dofs_idx_local")
         adr = self._dof_qadr[cols]
         if bool((adr < 0).any()):
@@ -136,7 +156,9 @@ class RigidEntity:
         """Validate ``value`` once, then write it to every ``(field, cols)`` in ``pairs``."""
         s = self.solver
         cols, sel = self._sel(dofs_idx_local, envs_idx)
-        vals, batched = _select.to_values(value, name, sel, s.n_envs, (_select.ncols(cols),), s.device)
+        vals, batched = _select.to_values(
+            value, name, sel, s.n_envs, (_select.ncols(cols),), s.device
+        )
         if check is not None:
             check(vals)
         for field, target_cols, v in pairs(cols, vals):
@@ -145,7 +167,10 @@ class RigidEntity:
 
     def _control(self, field: str, mode: CtrlMode, value, name, dofs_idx_local, envs_idx):
         def pairs(cols, vals):
-            return [(field, cols, vals), ("ctrl_mode", cols, torch.full_like(vals, int(mode)).int())]
+            return [
+                (field, cols, vals),
+                ("ctrl_mode", cols, torch.full_like(vals, int(mode)).int()),
+            ]
 
         self._set(pairs, value, name, dofs_idx_local, envs_idx)
 
@@ -172,8 +197,10 @@ class RigidEntity:
 
     def get_dofs_force_range(self, dofs_idx_local=None, envs_idx=None):
         """(lower, upper) actuator force limits, each ``([n_envs,] n_dofs)``."""
-        return (self._get("dof_force_lo", dofs_idx_local, envs_idx),
-                self._get("dof_force_hi", dofs_idx_local, envs_idx))
+        return (
+            self._get("dof_force_lo", dofs_idx_local, envs_idx),
+            self._get("dof_force_hi", dofs_idx_local, envs_idx),
+        )
 
     def get_links_pos(self, links_idx_local=None, envs_idx=None) -> torch.Tensor:
         """Link frame positions, ``([n_envs,] n_links, 3)``, m."""
@@ -185,8 +212,9 @@ class RigidEntity:
 
     def _links(self, field, links_idx_local, envs_idx) -> torch.Tensor:
         s = self.solver
-        cols = _select.select_cols(links_idx_local, self.n_links, self._range.body_start,
-                                   "links_idx_local")
+        cols = _select.select_cols(
+            links_idx_local, self.n_links, self._range.body_start, "links_idx_local"
+        )
         sel = _select.select_envs(envs_idx, s.n_envs, s.device)
         return _select.read(s.t[field], cols, sel, s.n_envs)
 
@@ -202,8 +230,13 @@ class RigidEntity:
         def pairs(cols, vals):
             out = [("qpos", qcols, vals)]
             if zero_velocity:
-                out.append(("qvel", all_dofs, torch.zeros(vals.shape[:-1] + (self.n_dofs,),
-                                                          device=vals.device)))
+                out.append(
+                    (
+                        "qvel",
+                        all_dofs,
+                        torch.zeros(vals.shape[:-1] + (self.n_dofs,), device=vals.device),
+                    )
+                )
             return out
 
         self._set(pairs, position, "position", dofs_idx_local, envs_idx)
@@ -215,13 +248,25 @@ class RigidEntity:
 
     def set_dofs_kp(self, kp, dofs_idx_local=None, envs_idx=None):
         """Position gains (>= 0), per env when ``kp`` is batched."""
-        self._set(lambda c, v: [("dof_kp", c, v)], kp, "kp", dofs_idx_local, envs_idx,
-                  check=_nonnegative("kp"))
+        self._set(
+            lambda c, v: [("dof_kp", c, v)],
+            kp,
+            "kp",
+            dofs_idx_local,
+            envs_idx,
+            check=_nonnegative("kp"),
+        )
 
     def set_dofs_kv(self, kv, dofs_idx_local=None, envs_idx=None):
         """Velocity gains (>= 0), per env when ``kv`` is batched."""
-        self._set(lambda c, v: [("dof_kv", c, v)], kv, "kv", dofs_idx_local, envs_idx,
-                  check=_nonnegative("kv"))
+        self._set(
+            lambda c, v: [("dof_kv", c, v)],
+            kv,
+            "kv",
+            dofs_idx_local,
+            envs_idx,
+            check=_nonnegative("kv"),
+        )
 
     def set_dofs_force_range(self, lower, upper, dofs_idx_local=None, envs_idx=None):
         """Actuator force limits; ``lower <= upper`` elementwise."""
@@ -231,7 +276,9 @@ class RigidEntity:
         lo, b1 = _select.to_values(lower, "lower", sel, s.n_envs, n, s.device)
         hi, b2 = _select.to_values(upper, "upper", sel, s.n_envs, n, s.device)
         if b1 != b2 or lo.shape != hi.shape:
-            raise _select.ShapeError(f"lower/upper: shapes differ: {tuple(lo.shape)} vs {tuple(hi.shape)}")
+            raise _select.ShapeError(
+                f"lower/upper: shapes differ: {tuple(lo.shape)} vs {tuple(hi.shape)}"
+            )
         if bool((lo > hi).any()):
             raise InvalidValueError("lower/upper: lower must not exceed upper")
         _select.write(s.t["dof_force_lo"], cols, sel, lo, b1, s.n_envs)
@@ -241,13 +288,15 @@ class RigidEntity:
     def control_dofs_position(self, position, dofs_idx_local=None, envs_idx=None):
         """PD position targets: ``f = kp (position - q) - kv qd``, clamped to the force range."""
         self._qcols(dofs_idx_local)  # rejects free-joint dofs
-        self._control("ctrl_position", CtrlMode.POSITION, position, "position", dofs_idx_local,
-                      envs_idx)
+        self._control(
+            "ctrl_position", CtrlMode.POSITION, position, "position", dofs_idx_local, envs_idx
+        )
 
     def control_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None):
         """Velocity targets: ``f = kv (velocity - qd)``, clamped to the force range."""
-        self._control("ctrl_velocity", CtrlMode.VELOCITY, velocity, "velocity", dofs_idx_local,
-                      envs_idx)
+        self._control(
+            "ctrl_velocity", CtrlMode.VELOCITY, velocity, "velocity", dofs_idx_local, envs_idx
+        )
 
     def control_dofs_force(self, force, dofs_idx_local=None, envs_idx=None):
         """Force commands, N m or N, clamped to the force range."""

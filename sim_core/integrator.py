@@ -129,8 +129,10 @@ def emit_positions(t: Tree, e: Emitter, dt: str) -> None:
         if m.jnt_type[j] == JointType.FREE:
             for k in range(3):
                 e(f"q{a + k} = q{a + k} + {dt} * v{i + k}")
-            e(f"_qt = quat_integrate(wp.quat(q{a + 4}, q{a + 5}, q{a + 6}, q{a + 3}), "
-              f"wp.vec3(v{i + 3}, v{i + 4}, v{i + 5}), {dt})")
+            e(
+                f"_qt = quat_integrate(wp.quat(q{a + 4}, q{a + 5}, q{a + 6}, q{a + 3}), "
+                f"wp.vec3(v{i + 3}, v{i + 4}, v{i + 5}), {dt})"
+            )
             e(f"q{a + 3} = _qt[3]")
             for k in range(3):
                 e(f"q{a + 4 + k} = _qt[{k}]")

@@ -19,7 +19,7 @@ from . import morphs
 from .errors import UnsupportedModelError
 from .types import CtrlMode, Data, JointType, Model
 
-__all__ = ["EntityRange", "compile_scene", "model_from_mj", "make_data"]
+__all__ = ["EntityRange", "compile_scene", "model_from_mj", "initial_qpos", "make_data"]
 
 _OPTION_FIELDS = ("timestep", "gravity", "integrator", "iterations", "ls_iterations")
 
@@ -75,7 +75,9 @@ def compile_scene(
             geom.quat = list(morph.quat)
             counts.append((0, 0))
             continue
-        for field in _OPTION_FIELDS:  # the scene's options win; copying them avoids attach conflicts
+        for (
+            field
+        ) in _OPTION_FIELDS:  # the scene's options win; copying them avoids attach conflicts
             setattr(spec.option, field, getattr(scene.option, field))
         counts.append((len(spec.bodies) - 1, len(spec.joints)))
         frame = scene.worldbody.add_frame()
@@ -116,32 +118,47 @@ def _check_supported(mjm: mujoco.MjModel, rng: EntityRange, morph: morphs.Morph)
     for b in bodies:
         if mjm.body_gravcomp[b] != 0:
             problems.append(f"body {_name(mjm, mujoco.mjtObj.mjOBJ_BODY, b)}: gravcomp")
-    collide_types = {mujoco.mjtGeom.mjGEOM_PLANE, mujoco.mjtGeom.mjGEOM_SPHERE,
-                     mujoco.mjtGeom.mjGEOM_CAPSULE, mujoco.mjtGeom.mjGEOM_BOX}
+    collide_types = {
+        mujoco.mjtGeom.mjGEOM_PLANE,
+        mujoco.mjtGeom.mjGEOM_SPHERE,
+        mujoco.mjtGeom.mjGEOM_CAPSULE,
+        mujoco.mjtGeom.mjGEOM_BOX,
+    }
     for g in range(mjm.ngeom):
         if mjm.geom_bodyid[g] not in bodies:
             continue
         colliding = mjm.geom_contype[g] or mjm.geom_conaffinity[g]
         if colliding and int(mjm.geom_type[g]) not in collide_types:
             kind = mujoco.mjtGeom(int(mjm.geom_type[g])).name[7:].lower()
-            problems.append(f"geom {_name(mjm, mujoco.mjtObj.mjOBJ_GEOM, g)}: {kind} collision geom")
+            problems.append(
+                f"geom {_name(mjm, mujoco.mjtObj.mjOBJ_GEOM, g)}: {kind} collision geom"
+            )
     jnt_dofs = set()
     for j in joints:
-        jnt_dofs.update(range(mjm.jnt_dofadr[j], mjm.jnt_dofadr[j] + (6 if mjm.jnt_type[j] == 0 else 1)))
+        jnt_dofs.update(
+            range(mjm.jnt_dofadr[j], mjm.jnt_dofadr[j] + (6 if mjm.jnt_type[j] == 0 else 1))
+        )
     for a in range(mjm.nu):
         if mjm.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT:
             if mjm.jnt_dofadr[mjm.actuator_trnid[a, 0]] not in jnt_dofs:
                 continue
         elif rng.njnt == 0:
             continue
-        problems += [f"actuator {_name(mjm, mujoco.mjtObj.mjOBJ_ACTUATOR, a)}: {p}"
-                     for p in _actuator_problems(mjm, a)]
+        problems += [
+            f"actuator {_name(mjm, mujoco.mjtObj.mjOBJ_ACTUATOR, a)}: {p}"
+            for p in _actuator_problems(mjm, a)
+        ]
     if problems:
-        msg = f"{type(morph).__name__} {getattr(morph, 'file', '')}: unsupported elements: " + "; ".join(problems)
+        msg = (
+            f"{type(morph).__name__} {getattr(morph, 'file', '')}: unsupported elements: "
+            + "; ".join(problems)
+        )
         if getattr(morph, "ignore_unsupported", False):
             warnings.warn(msg + " (ignored as asked)", stacklevel=3)
         else:
-            raise UnsupportedModelError(msg + ". Pass ignore_unsupported=True to load without them.")
+            raise UnsupportedModelError(
+                msg + ". Pass ignore_unsupported=True to load without them."
+            )
 
 
 def _check_scene_options(mjm: mujoco.MjModel) -> None:
@@ -149,7 +166,8 @@ def _check_scene_options(mjm: mujoco.MjModel) -> None:
     if problems:
         names = {"neq": "equality constraints", "ntendon": "tendons", "nflex": "flexes"}
         raise UnsupportedModelError(
-            "scene: unsupported elements: " + ", ".join(names[p] for p in problems)
+            "scene: unsupported elements: "
+            + ", ".join(names[p] for p in problems)
             + " (sim_core simulates kinematic trees of hinge, slide and free joints)"
         )
 
@@ -166,8 +184,10 @@ def _actuator_problems(mjm: mujoco.MjModel, a: int) -> list[str]:
     if gear[0] != 1 or np.any(gear[1:] != 0):
         out.append(f"gear {gear.tolist()} (only 1 is supported)")
     if _actuator_mode(mjm, a) is None:
-        out.append(f"gain/bias {mjm.actuator_gainprm[a, :3].tolist()}/"
-                   f"{mjm.actuator_biasprm[a, :3].tolist()} is not a motor, position or velocity servo")
+        out.append(
+            f"gain/bias {mjm.actuator_gainprm[a, :3].tolist()}/"
+            f"{mjm.actuator_biasprm[a, :3].tolist()} is not a motor, position or velocity servo"
+        )
     return out
 
 
@@ -247,8 +267,19 @@ def model_from_mj(mjm: mujoco.MjModel) -> Model:
     )
 
 
+def initial_qpos(model: Model) -> np.ndarray:
+    """(nq,) the reference configuration ``qpos0`` with limited joints clamped into their range
+    (MuJoCo's qpos0 puts e.g. the Panda's joint4 at 0, outside its [-3.07, -0.07] range)."""
+    q = model.qpos0.copy()
+    for j in np.nonzero(model.jnt_limited)[0]:
+        a = model.jnt_qposadr[j]
+        q[a] = np.clip(q[a], *model.jnt_range[j])
+    return q
+
+
 def make_data(model: Model, nworld: int, device) -> Data:
-    """Allocate Data for ``nworld`` envs at the model's reference configuration, at rest."""
+    """Allocate Data for ``nworld`` envs at ``initial_qpos``, at rest, holding that pose where a
+    position actuator drives a dof."""
 
     def rows(values, dtype=wp.float32):
         return wp.array(np.tile(np.asarray(values), (nworld, 1)), dtype=dtype, device=device)
@@ -256,14 +287,14 @@ def make_data(model: Model, nworld: int, device) -> Data:
     nv = model.nv
     zeros = np.zeros(nv)
     return Data(
-        qpos=rows(model.qpos0),
+        qpos=rows(initial_qpos(model)),
         qvel=rows(zeros),
         xpos=wp.zeros((nworld, model.nbody), dtype=wp.vec3, device=device),
         xquat=wp.zeros((nworld, model.nbody), dtype=wp.vec4, device=device),
         qfrc_actuator=rows(zeros),
         qfrc_applied=rows(zeros),
         ctrl_mode=rows(model.dof_ctrl_mode, wp.int32),
-        ctrl_position=rows(model.qpos0[_dof_qposadr(model)]),
+        ctrl_position=rows(initial_qpos(model)[_dof_qposadr(model)]),
         ctrl_velocity=rows(zeros),
         ctrl_force=rows(zeros),
         dof_kp=rows(model.dof_kp),

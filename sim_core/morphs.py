@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import InvalidValueError
+
 __all__ = ["Morph", "MJCF", "URDF", "Plane", "ASSETS_DIR", "resolve_file"]
 
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
@@ -33,7 +35,7 @@ def resolve_file(file: str | os.PathLike, suffix: str) -> str:
 def _vec(name: str, value, n: int) -> tuple[float, ...]:
     vals = tuple(float(x) for x in value)
     if len(vals) != n:
-        raise ValueError(f"{name}: expected {n} numbers, got {len(vals)} ({value!r})")
+        raise InvalidValueError(f"{name}: expected {n} numbers, got {len(vals)} ({value!r})")
     return vals
 
 
@@ -53,7 +55,9 @@ class Morph:
         object.__setattr__(self, "pos", _vec("pos", self.pos, 3))
         quat = _vec("quat", self.quat, 4)
         if sum(x * x for x in quat) < 1e-12:
-            raise ValueError(f"quat: a rotation quaternion must have non-zero norm, got {quat}")
+            raise InvalidValueError(
+                f"quat: a rotation quaternion must have non-zero norm, got {quat}"
+            )
         object.__setattr__(self, "quat", quat)
 
 

@@ -75,7 +75,7 @@ def init(
         dev, wp_dev = torch.device("cpu"), "cpu"
     if seed is not None:
         random.seed(seed)
-        np.random.seed(seed % 2**32)
+        np.random.seed(seed % 2**32)  # noqa: NPY002 (seeding the global generator is the point)
         torch.manual_seed(seed)
     _state.append(Runtime(backend, dev, wp_dev, seed, precision))
 

@@ -44,8 +44,11 @@ class Scene:
         profiling_options: FPS meter (on by default, as in Genesis).
     """
 
-    def __init__(self, sim_options: SimOptions | None = None,
-                 profiling_options: ProfilingOptions | None = None):
+    def __init__(
+        self,
+        sim_options: SimOptions | None = None,
+        profiling_options: ProfilingOptions | None = None,
+    ):
         runtime.current()  # raises before init()
         self.sim_options = sim_options or SimOptions()
         self.profiling_options = profiling_options or ProfilingOptions()
@@ -64,7 +67,9 @@ class Scene:
     def add_entity(self, morph: Morph) -> RigidEntity:
         """Add an entity made of ``morph`` (``sc.morphs.MJCF``, ``URDF`` or ``Plane``)."""
         if self.is_built:
-            raise AlreadyBuiltError("add_entity: the scene is already built; add entities before build()")
+            raise AlreadyBuiltError(
+                "add_entity: the scene is already built; add entities before build()"
+            )
         if not isinstance(morph, Morph):
             raise TypeError(f"morph: expected a sim_core.morphs morph, got {type(morph).__name__}")
         entity = RigidEntity(self, len(self.entities), morph)
@@ -86,8 +91,9 @@ class Scene:
             raise InvalidValueError(f"env_spacing: expected (dx, dy), got {env_spacing!r}")
         rt = runtime.current()
         o = self.sim_options
-        mjm, ranges = io.compile_scene([e.morph for e in self.entities],
-                                       timestep=o.substep_dt, gravity=o.gravity)
+        mjm, ranges = io.compile_scene(
+            [e.morph for e in self.entities], timestep=o.substep_dt, gravity=o.gravity
+        )
         self.mjmodel, self.model = mjm, io.model_from_mj(mjm)
         solver = RigidSolver(self.model, int(n_envs), o, rt.device, rt.wp_device)
         for entity, rng in zip(self.entities, ranges, strict=True):

@@ -18,8 +18,9 @@ __all__ = ["RigidSolver"]
 class RigidSolver:
     """Batched articulated-body solver over ``nworld = max(n_envs, 1)`` copies of one model."""
 
-    def __init__(self, model: Model, n_envs: int, options: SimOptions, device: torch.device,
-                 wp_device: str):
+    def __init__(
+        self, model: Model, n_envs: int, options: SimOptions, device: torch.device, wp_device: str
+    ):
         self.model = model
         self.n_envs = n_envs
         self.nworld = max(n_envs, 1)
@@ -37,8 +38,16 @@ class RigidSolver:
         self._init = {name: self.t[name][:1].clone() for name in self._RESET_FIELDS}
         step.launch_fk(self.kernels, self.data)
 
-    _RESET_FIELDS = ("qpos", "qvel", "ctrl_mode", "ctrl_position", "ctrl_velocity", "ctrl_force",
-                     "qfrc_applied", "qfrc_actuator")
+    _RESET_FIELDS = (
+        "qpos",
+        "qvel",
+        "ctrl_mode",
+        "ctrl_position",
+        "ctrl_velocity",
+        "ctrl_force",
+        "qfrc_applied",
+        "qfrc_actuator",
+    )
 
     @property
     def n_qs(self) -> int:
@@ -85,8 +94,9 @@ class RigidSolver:
         sel = _select.select_envs(envs_idx, self.n_envs, self.device)
         for name in self._RESET_FIELDS:
             target = self.t[name]
-            _select.write(target, slice(None), sel, self._init[name][0].to(target.dtype), False,
-                          self.n_envs)
+            _select.write(
+                target, slice(None), sel, self._init[name][0].to(target.dtype), False, self.n_envs
+            )
         self.forward_kinematics()
 
     def get_qpos(self, envs_idx=None) -> torch.Tensor:
@@ -120,7 +130,9 @@ class RigidSolver:
     def set_qvel(self, qvel, envs_idx=None) -> None:
         """Set generalized velocities ``([n_envs,] n_dofs)``."""
         sel = _select.select_envs(envs_idx, self.n_envs, self.device)
-        vals, batched = _select.to_values(qvel, "qvel", sel, self.n_envs, (self.n_dofs,), self.device)
+        vals, batched = _select.to_values(
+            qvel, "qvel", sel, self.n_envs, (self.n_dofs,), self.device
+        )
         _select.write(self.t["qvel"], slice(None), sel, vals, batched, self.n_envs)
 
     def dof_qposadr(self) -> np.ndarray:

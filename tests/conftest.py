@@ -32,8 +32,9 @@ def make_scene(*morphs, n_envs=0, dt=0.01, substeps=1, gravity=(0.0, 0.0, -9.81)
 
 
 def franka_scene(n_envs=0, **kw):
-    scene, (_, franka) = make_scene(sc.morphs.Plane(), sc.morphs.MJCF(file="franka_panda"),
-                                    n_envs=n_envs, **kw)
+    scene, (_, franka) = make_scene(
+        sc.morphs.Plane(), sc.morphs.MJCF(file="franka_panda"), n_envs=n_envs, **kw
+    )
     return scene, franka
 
 
@@ -50,9 +51,9 @@ def random_qpos(m, rng, n, margin=0.1):
     for j in range(m.njnt):
         a = m.jnt_qposadr[j]
         if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
-            q[:, a:a + 3] = rng.uniform(-0.5, 0.5, (n, 3))
+            q[:, a : a + 3] = rng.uniform(-0.5, 0.5, (n, 3))
             quat = rng.normal(size=(n, 4))
-            q[:, a + 3:a + 7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+            q[:, a + 3 : a + 7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
         else:
             lo, hi = m.jnt_range[j] if m.jnt_limited[j] else (-np.pi, np.pi)
             q[:, a] = rng.uniform(lo + margin * (hi - lo), hi - margin * (hi - lo), n)

@@ -52,12 +52,15 @@ def test_stages_match_mujoco(name):
         mujoco.mj_fullM(m, d, full_m)
         np.testing.assert_allclose(xpos[w], d.xpos, atol=5e-6, err_msg="xpos")
         assert quat_err(xquat[w], d.xquat).max() < 1e-6, "xquat"
-        np.testing.assert_allclose(out["qM"][w], full_m, atol=5e-5 * np.abs(full_m).max(),
-                                   err_msg="mass matrix")
-        np.testing.assert_allclose(out["qfrc_bias"][w], d.qfrc_bias,
-                                   atol=5e-5 * np.abs(d.qfrc_bias).max(), err_msg="bias")
-        np.testing.assert_allclose(out["qacc"][w], d.qacc_smooth,
-                                   atol=5e-5 * np.abs(d.qacc_smooth).max(), err_msg="qacc")
+        np.testing.assert_allclose(
+            out["qM"][w], full_m, atol=5e-5 * np.abs(full_m).max(), err_msg="mass matrix"
+        )
+        np.testing.assert_allclose(
+            out["qfrc_bias"][w], d.qfrc_bias, atol=5e-5 * np.abs(d.qfrc_bias).max(), err_msg="bias"
+        )
+        np.testing.assert_allclose(
+            out["qacc"][w], d.qacc_smooth, atol=5e-5 * np.abs(d.qacc_smooth).max(), err_msg="qacc"
+        )
 
 
 @pytest.mark.parametrize("name", ["franka", "free_pendulum"])
@@ -106,7 +109,9 @@ def test_one_step_and_trajectory_position_control():
         ref_v = np.stack([dw.qvel for dw in datas])
         if k == 0:
             np.testing.assert_allclose(q, ref_q, atol=1e-6, err_msg="one step: qpos")
-            np.testing.assert_allclose(v, ref_v, atol=5e-5 * np.abs(ref_v).max(), err_msg="one step: qvel")
+            np.testing.assert_allclose(
+                v, ref_v, atol=5e-5 * np.abs(ref_v).max(), err_msg="one step: qvel"
+            )
         worst_q = max(worst_q, np.abs(q - ref_q).max())
         worst_v = max(worst_v, np.abs(v - ref_v).max())
     assert worst_q < 2e-5, worst_q
