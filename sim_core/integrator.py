@@ -31,6 +31,7 @@ __all__ = [
     "emit_limits",
     "emit_positions",
     "emit_unit_solve_func",
+    "emit_limit_func",
     "factor_size",
 ]
 
@@ -101,23 +102,42 @@ def emit_limits(t: Tree, e: Emitter, dt: str) -> None:
     with e.indent():
         e(f"_fac = vec_fac({', '.join(_factor_names(t))})")
         e(f"_v = vec_nv({', '.join(f'v{i}' for i in range(nv))})")
+        limited = {lim[0] for lim in lims}
+        e(f"_side = vec_nv({', '.join(f'side{i}' if i in limited else '0.0' for i in range(nv))})")
+        e(f"_tgt = vec_nv({', '.join(f'tgt{i}' if i in limited else '0.0' for i in range(nv))})")
+        e("_v = _limit_impulses(_fac, _v, _side, _tgt)")
+        for i in range(nv):
+            e(f"v{i} = _v[{i}]")
+
+
+def emit_limit_func(t: Tree, e: Emitter) -> None:
+    """``_limit_impulses(fac, v, side, tgt)``: the Gauss-Seidel sweeps, kept out of the step's body."""
+    lims = t.limited_dofs()
+    e("@wp.func")
+    e("def _limit_impulses(fac: vec_fac, v: vec_nv, side: vec_nv, tgt: vec_nv) -> vec_nv:")
+    with e.indent():
+        e("_v = v")
+        if not lims:
+            e("return _v")
+            e("")
+            return
         for i, _a, _lo, _hi in lims:
             e(f"lam{i} = 0.0")
             e(f"col{i} = vec_nv()")
-            e(f"if side{i} != 0.0:")
+            e(f"if side[{i}] != 0.0:")
             with e.indent():
-                e(f"col{i} = _unit_solve(_fac, {i})")
+                e(f"col{i} = _unit_solve(fac, {i})")
         e(f"for _sweep in range({LIMIT_SWEEPS}):")
         with e.indent():
             for i, _a, _lo, _hi in lims:
-                e(f"if side{i} != 0.0:")
+                e(f"if side[{i}] != 0.0:")
                 with e.indent():
-                    e(f"_r = side{i} * (_v[{i}] - tgt{i})")
+                    e(f"_r = side[{i}] * (_v[{i}] - tgt[{i}])")
                     e(f"_l = wp.max(lam{i} - _r / col{i}[{i}], 0.0)")
-                    e(f"_v = _v + col{i} * (side{i} * (_l - lam{i}))")
+                    e(f"_v = _v + col{i} * (side[{i}] * (_l - lam{i}))")
                     e(f"lam{i} = _l")
-        for i in range(nv):
-            e(f"v{i} = _v[{i}]")
+        e("return _v")
+    e("")
 
 
 def emit_positions(t: Tree, e: Emitter, dt: str) -> None:

@@ -86,6 +86,7 @@ def generate_source(t: Tree, substeps: int = 1) -> str:
         e(line)
     e("")
     integrator.emit_unit_solve_func(t, e)
+    integrator.emit_limit_func(t, e)
 
     e("@wp.kernel")
     e(f"def fk(qpos: {_F}, {_POSE_OUT}):")
