@@ -135,9 +135,7 @@ def step_counts(n_envs: int, args: argparse.Namespace) -> tuple[int, int]:
     """(sim_core steps, MuJoCo steps) for one batch size."""
     if args.steps is not None:
         return args.steps, args.steps
-    target, min_steps, sim_cap, mj_cap = (
-        (20_000, 3, 50, 2_000) if args.quick else (300_000, 5, 1_000, 20_000)
-    )
+    target, min_steps, sim_cap, mj_cap = (20_000, 3, 50, 2_000) if args.quick else (300_000, 5, 1_000, 20_000)
     want = math.ceil(target / n_envs)
     return max(min_steps, min(sim_cap, want)), max(min_steps, min(mj_cap, want))
 
@@ -321,8 +319,7 @@ def run_child(backend: str, n_envs: int, env: dict[str, str]) -> dict[str, float
             out["process_wall"] = wall
             return out
     raise RuntimeError(
-        f"start-up child failed (rc={proc.returncode}):\n{proc.stdout[-3000:]}\n"
-        f"{proc.stderr[-3000:]}"
+        f"start-up child failed (rc={proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     )
 
 

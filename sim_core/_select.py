@@ -29,21 +29,15 @@ def select_envs(envs_idx, n_envs: int, device: torch.device) -> EnvSel:
     if envs_idx is None:
         return EnvSel(count=max(n_envs, 1))
     if n_envs == 0:
-        raise EnvsIdxError(
-            "envs_idx: the scene was built with n_envs=0 (no batch); pass envs_idx=None"
-        )
+        raise EnvsIdxError("envs_idx: the scene was built with n_envs=0 (no batch); pass envs_idx=None")
     t = envs_idx if isinstance(envs_idx, torch.Tensor) else torch.as_tensor(np.asarray(envs_idx))
     if t.dtype == torch.bool:
         if t.shape != (n_envs,):
-            raise EnvsIdxError(
-                f"envs_idx: a boolean mask must have shape ({n_envs},), got {tuple(t.shape)}"
-            )
+            raise EnvsIdxError(f"envs_idx: a boolean mask must have shape ({n_envs},), got {tuple(t.shape)}")
         count = int(t.sum()) if t.device.type == "cpu" else None
         return EnvSel(mask=t.to(device), count=count)
     if t.dtype.is_floating_point or t.dtype.is_complex:
-        raise EnvsIdxError(
-            f"envs_idx: expected integer indices or a bool mask, got dtype {t.dtype}"
-        )
+        raise EnvsIdxError(f"envs_idx: expected integer indices or a bool mask, got dtype {t.dtype}")
     if t.ndim == 0:
         t = t.reshape(1)
     if t.ndim != 1:
@@ -51,8 +45,7 @@ def select_envs(envs_idx, n_envs: int, device: torch.device) -> EnvSel:
     host = t.detach().cpu()
     if host.numel() and (int(host.min()) < 0 or int(host.max()) >= n_envs):
         raise EnvsIdxError(
-            f"envs_idx: indices must lie in [0, {n_envs - 1}], got min {int(host.min())}, "
-            f"max {int(host.max())}"
+            f"envs_idx: indices must lie in [0, {n_envs - 1}], got min {int(host.min())}, max {int(host.max())}"
         )
     if torch.unique(host).numel() != host.numel():
         raise EnvsIdxError(f"envs_idx: duplicated indices in {host.tolist()}")
@@ -108,8 +101,7 @@ def to_values(
     """
     t = values if isinstance(values, torch.Tensor) else torch.as_tensor(np.asarray(values))
     if not (
-        t.dtype.is_floating_point
-        or t.dtype in (torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8)
+        t.dtype.is_floating_point or t.dtype in (torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8)
     ):
         raise InvalidValueError(f"{name}: expected real numbers, got dtype {t.dtype}")
     t = t.to(device=device, dtype=torch.float32)
@@ -134,9 +126,7 @@ def to_values(
     return t, batched
 
 
-def write(
-    target: torch.Tensor, cols, sel: EnvSel, values: torch.Tensor, batched: bool, n_envs: int
-) -> None:
+def write(target: torch.Tensor, cols, sel: EnvSel, values: torch.Tensor, batched: bool, n_envs: int) -> None:
     """``target[selected envs, cols] = values`` in place (``target`` is (nworld, ...))."""
     if sel.mask is not None and (not batched or values.shape[0] == n_envs):
         view = target[:, cols]

@@ -25,17 +25,11 @@ def emit_inertias(t: Tree, e: Emitter) -> None:
         if not _massive(t, b):
             continue
         mass = lit(m.body_mass[b])
-        com = (
-            f"xp{b}"
-            if is_zero(m.body_ipos[b])
-            else f"xp{b} + wp.quat_rotate(xq{b}, {vec3(m.body_ipos[b])})"
-        )
+        com = f"xp{b}" if is_zero(m.body_ipos[b]) else f"xp{b} + wp.quat_rotate(xq{b}, {vec3(m.body_ipos[b])})"
         rot = f"xq{b}" if is_identity_quat(m.body_iquat[b]) else f"xq{b} * {quat(m.body_iquat[b])}"
         e(f"_com = {com} - ref{t.root[b]}")
         e(f"mh{b} = {mass} * _com")
-        e(
-            f"mI{b} = body_inertia({mass}, _com, wp.quat_to_matrix({rot}), {vec3(m.body_inertia[b])})"
-        )
+        e(f"mI{b} = body_inertia({mass}, _com, wp.quat_to_matrix({rot}), {vec3(m.body_inertia[b])})")
 
 
 def _subtree_sum(t: Tree, e: Emitter, prefix: str, own: str | None, b: int) -> bool:

@@ -101,9 +101,7 @@ class RigidEntity:
             )
         self.n_dofs = sum(len(j.dofs_idx) for j in self.joints)
         self.n_qs = sum(len(j.qs_idx) for j in self.joints)
-        self._dof_qadr = torch.as_tensor(
-            solver.dof_qposadr()[self._dof_start : self._dof_start + self.n_dofs]
-        )
+        self._dof_qadr = torch.as_tensor(solver.dof_qposadr()[self._dof_start : self._dof_start + self.n_dofs])
 
     @property
     def n_links(self) -> int:
@@ -156,9 +154,7 @@ class RigidEntity:
         """Validate ``value`` once, then write it to every ``(field, cols)`` in ``pairs``."""
         s = self.solver
         cols, sel = self._sel(dofs_idx_local, envs_idx)
-        vals, batched = _select.to_values(
-            value, name, sel, s.n_envs, (_select.ncols(cols),), s.device
-        )
+        vals, batched = _select.to_values(value, name, sel, s.n_envs, (_select.ncols(cols),), s.device)
         if check is not None:
             check(vals)
         for field, target_cols, v in pairs(cols, vals):
@@ -212,9 +208,7 @@ class RigidEntity:
 
     def _links(self, field, links_idx_local, envs_idx) -> torch.Tensor:
         s = self.solver
-        cols = _select.select_cols(
-            links_idx_local, self.n_links, self._range.body_start, "links_idx_local"
-        )
+        cols = _select.select_cols(links_idx_local, self.n_links, self._range.body_start, "links_idx_local")
         sel = _select.select_envs(envs_idx, s.n_envs, s.device)
         return _select.read(s.t[field], cols, sel, s.n_envs)
 
@@ -276,9 +270,7 @@ class RigidEntity:
         lo, b1 = _select.to_values(lower, "lower", sel, s.n_envs, n, s.device)
         hi, b2 = _select.to_values(upper, "upper", sel, s.n_envs, n, s.device)
         if b1 != b2 or lo.shape != hi.shape:
-            raise _select.ShapeError(
-                f"lower/upper: shapes differ: {tuple(lo.shape)} vs {tuple(hi.shape)}"
-            )
+            raise _select.ShapeError(f"lower/upper: shapes differ: {tuple(lo.shape)} vs {tuple(hi.shape)}")
         if bool((lo > hi).any()):
             raise InvalidValueError("lower/upper: lower must not exceed upper")
         _select.write(s.t["dof_force_lo"], cols, sel, lo, b1, s.n_envs)
@@ -288,15 +280,11 @@ class RigidEntity:
     def control_dofs_position(self, position, dofs_idx_local=None, envs_idx=None):
         """PD position targets: ``f = kp (position - q) - kv qd``, clamped to the force range."""
         self._qcols(dofs_idx_local)  # rejects free-joint dofs
-        self._control(
-            "ctrl_position", CtrlMode.POSITION, position, "position", dofs_idx_local, envs_idx
-        )
+        self._control("ctrl_position", CtrlMode.POSITION, position, "position", dofs_idx_local, envs_idx)
 
     def control_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None):
         """Velocity targets: ``f = kv (velocity - qd)``, clamped to the force range."""
-        self._control(
-            "ctrl_velocity", CtrlMode.VELOCITY, velocity, "velocity", dofs_idx_local, envs_idx
-        )
+        self._control("ctrl_velocity", CtrlMode.VELOCITY, velocity, "velocity", dofs_idx_local, envs_idx)
 
     def control_dofs_force(self, force, dofs_idx_local=None, envs_idx=None):
         """Force commands, N m or N, clamped to the force range."""

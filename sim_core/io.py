@@ -75,9 +75,7 @@ def compile_scene(
             geom.quat = list(morph.quat)
             counts.append((0, 0))
             continue
-        for (
-            field
-        ) in _OPTION_FIELDS:  # the scene's options win; copying them avoids attach conflicts
+        for field in _OPTION_FIELDS:  # the scene's options win; copying them avoids attach conflicts
             setattr(spec.option, field, getattr(scene.option, field))
         counts.append((len(spec.bodies) - 1, len(spec.joints)))
         frame = scene.worldbody.add_frame()
@@ -130,14 +128,10 @@ def _check_supported(mjm: mujoco.MjModel, rng: EntityRange, morph: morphs.Morph)
         colliding = mjm.geom_contype[g] or mjm.geom_conaffinity[g]
         if colliding and int(mjm.geom_type[g]) not in collide_types:
             kind = mujoco.mjtGeom(int(mjm.geom_type[g])).name[7:].lower()
-            problems.append(
-                f"geom {_name(mjm, mujoco.mjtObj.mjOBJ_GEOM, g)}: {kind} collision geom"
-            )
+            problems.append(f"geom {_name(mjm, mujoco.mjtObj.mjOBJ_GEOM, g)}: {kind} collision geom")
     jnt_dofs = set()
     for j in joints:
-        jnt_dofs.update(
-            range(mjm.jnt_dofadr[j], mjm.jnt_dofadr[j] + (6 if mjm.jnt_type[j] == 0 else 1))
-        )
+        jnt_dofs.update(range(mjm.jnt_dofadr[j], mjm.jnt_dofadr[j] + (6 if mjm.jnt_type[j] == 0 else 1)))
     for a in range(mjm.nu):
         if mjm.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT:
             if mjm.jnt_dofadr[mjm.actuator_trnid[a, 0]] not in jnt_dofs:
@@ -145,20 +139,16 @@ def _check_supported(mjm: mujoco.MjModel, rng: EntityRange, morph: morphs.Morph)
         elif rng.njnt == 0:
             continue
         problems += [
-            f"actuator {_name(mjm, mujoco.mjtObj.mjOBJ_ACTUATOR, a)}: {p}"
-            for p in _actuator_problems(mjm, a)
+            f"actuator {_name(mjm, mujoco.mjtObj.mjOBJ_ACTUATOR, a)}: {p}" for p in _actuator_problems(mjm, a)
         ]
     if problems:
-        msg = (
-            f"{type(morph).__name__} {getattr(morph, 'file', '')}: unsupported elements: "
-            + "; ".join(problems)
+        msg = f"{type(morph).__name__} {getattr(morph, 'file', '')}: unsupported elements: " + "; ".join(
+            problems
         )
         if getattr(morph, "ignore_unsupported", False):
             warnings.warn(msg + " (ignored as asked)", stacklevel=3)
         else:
-            raise UnsupportedModelError(
-                msg + ". Pass ignore_unsupported=True to load without them."
-            )
+            raise UnsupportedModelError(msg + ". Pass ignore_unsupported=True to load without them.")
 
 
 def _check_scene_options(mjm: mujoco.MjModel) -> None:

@@ -20,9 +20,7 @@ _E = ("wp.vec3(1.0, 0.0, 0.0)", "wp.vec3(0.0, 1.0, 0.0)", "wp.vec3(0.0, 0.0, 1.0
 
 def _axis_angle_quat(axis: np.ndarray, half: str) -> tuple[str, str]:
     """``wp.quat`` for a rotation by ``2 * half`` about a constant unit ``axis``, zeros folded."""
-    comps = [
-        f"{lit(a)} * _s" if a not in (0.0, 1.0) else ("_s" if a == 1.0 else "0.0") for a in axis
-    ]
+    comps = [f"{lit(a)} * _s" if a not in (0.0, 1.0) else ("_s" if a == 1.0 else "0.0") for a in axis]
     return f"_s = wp.sin({half})", f"wp.quat({comps[0]}, {comps[1]}, {comps[2]}, wp.cos({half}))"
 
 
@@ -35,13 +33,9 @@ def emit_fk(t: Tree, e: Emitter, *, with_dofs: bool) -> None:
         p = m.body_parentid[b]
         if t.dynamic[p]:
             pos = (
-                f"xp{p}"
-                if is_zero(m.body_pos[b])
-                else f"xp{p} + wp.quat_rotate(xq{p}, {vec3(m.body_pos[b])})"
+                f"xp{p}" if is_zero(m.body_pos[b]) else f"xp{p} + wp.quat_rotate(xq{p}, {vec3(m.body_pos[b])})"
             )
-            rot = (
-                f"xq{p}" if is_identity_quat(m.body_quat[b]) else f"xq{p} * {quat(m.body_quat[b])}"
-            )
+            rot = f"xq{p}" if is_identity_quat(m.body_quat[b]) else f"xq{p} * {quat(m.body_quat[b])}"
             e(f"xp{b} = {pos}")
             e(f"xq{b} = {rot}")
         else:  # parent fixed in the world: the frame before the joints is a constant

@@ -55,9 +55,7 @@ class Morph:
         object.__setattr__(self, "pos", _vec("pos", self.pos, 3))
         quat = _vec("quat", self.quat, 4)
         if sum(x * x for x in quat) < 1e-12:
-            raise InvalidValueError(
-                f"quat: a rotation quaternion must have non-zero norm, got {quat}"
-            )
+            raise InvalidValueError(f"quat: a rotation quaternion must have non-zero norm, got {quat}")
         object.__setattr__(self, "quat", quat)
 
 

@@ -27,9 +27,7 @@ class SimOptions:
 
     def __post_init__(self):
         if not (float(self.dt) > 0.0):
-            raise InvalidValueError(
-                f"dt: expected a positive time step in seconds, got {self.dt!r}"
-            )
+            raise InvalidValueError(f"dt: expected a positive time step in seconds, got {self.dt!r}")
         if int(self.substeps) != self.substeps or self.substeps < 1:
             raise InvalidValueError(f"substeps: expected an integer >= 1, got {self.substeps!r}")
         g = tuple(float(x) for x in self.gravity)

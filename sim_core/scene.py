@@ -67,9 +67,7 @@ class Scene:
     def add_entity(self, morph: Morph) -> RigidEntity:
         """Add an entity made of ``morph`` (``sc.morphs.MJCF``, ``URDF`` or ``Plane``)."""
         if self.is_built:
-            raise AlreadyBuiltError(
-                "add_entity: the scene is already built; add entities before build()"
-            )
+            raise AlreadyBuiltError("add_entity: the scene is already built; add entities before build()")
         if not isinstance(morph, Morph):
             raise TypeError(f"morph: expected a sim_core.morphs morph, got {type(morph).__name__}")
         entity = RigidEntity(self, len(self.entities), morph)

@@ -18,9 +18,7 @@ __all__ = ["RigidSolver"]
 class RigidSolver:
     """Batched articulated-body solver over ``nworld = max(n_envs, 1)`` copies of one model."""
 
-    def __init__(
-        self, model: Model, n_envs: int, options: SimOptions, device: torch.device, wp_device: str
-    ):
+    def __init__(self, model: Model, n_envs: int, options: SimOptions, device: torch.device, wp_device: str):
         self.model = model
         self.n_envs = n_envs
         self.nworld = max(n_envs, 1)
@@ -94,9 +92,7 @@ class RigidSolver:
         sel = _select.select_envs(envs_idx, self.n_envs, self.device)
         for name in self._RESET_FIELDS:
             target = self.t[name]
-            _select.write(
-                target, slice(None), sel, self._init[name][0].to(target.dtype), False, self.n_envs
-            )
+            _select.write(target, slice(None), sel, self._init[name][0].to(target.dtype), False, self.n_envs)
         self.forward_kinematics()
 
     def get_qpos(self, envs_idx=None) -> torch.Tensor:
@@ -130,9 +126,7 @@ class RigidSolver:
     def set_qvel(self, qvel, envs_idx=None) -> None:
         """Set generalized velocities ``([n_envs,] n_dofs)``."""
         sel = _select.select_envs(envs_idx, self.n_envs, self.device)
-        vals, batched = _select.to_values(
-            qvel, "qvel", sel, self.n_envs, (self.n_dofs,), self.device
-        )
+        vals, batched = _select.to_values(qvel, "qvel", sel, self.n_envs, (self.n_dofs,), self.device)
         _select.write(self.t["qvel"], slice(None), sel, vals, batched, self.n_envs)
 
     def dof_qposadr(self) -> np.ndarray:

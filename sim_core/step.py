@@ -199,9 +199,7 @@ def launch_step(k: Kernels, d: Data, gravity: wp.vec3, dt: float, nsub: int) -> 
 
 def launch_fk(k: Kernels, d: Data) -> None:
     """Recompute ``xpos``/``xquat`` from ``qpos``."""
-    wp.launch(
-        k.fk, dim=d.qpos.shape[0], inputs=[d.qpos], outputs=[d.xpos, d.xquat], device=d.qpos.device
-    )
+    wp.launch(k.fk, dim=d.qpos.shape[0], inputs=[d.qpos], outputs=[d.xpos, d.xquat], device=d.qpos.device)
 
 
 def launch_forward(k: Kernels, d: Data, gravity: wp.vec3) -> dict[str, wp.array]:

@@ -32,9 +32,7 @@ def make_scene(*morphs, n_envs=0, dt=0.01, substeps=1, gravity=(0.0, 0.0, -9.81)
 
 
 def franka_scene(n_envs=0, **kw):
-    scene, (_, franka) = make_scene(
-        sc.morphs.Plane(), sc.morphs.MJCF(file="franka_panda"), n_envs=n_envs, **kw
-    )
+    scene, (_, franka) = make_scene(sc.morphs.Plane(), sc.morphs.MJCF(file="franka_panda"), n_envs=n_envs, **kw)
     return scene, franka
 
 

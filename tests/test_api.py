@@ -110,9 +110,7 @@ def test_bundled_name_and_path_load_the_same_model():
 
 
 def test_urdf_loads_and_swings():
-    scene, (pend,) = make_scene(
-        sc.morphs.URDF(file=os.path.join(ASSETS, "pendulum.urdf")), n_envs=0
-    )
+    scene, (pend,) = make_scene(sc.morphs.URDF(file=os.path.join(ASSETS, "pendulum.urdf")), n_envs=0)
     assert pend.n_dofs == 1
     pend.set_dofs_position(t32([0.3]))
     scene.step()

@@ -109,9 +109,7 @@ def test_one_step_and_trajectory_position_control():
         ref_v = np.stack([dw.qvel for dw in datas])
         if k == 0:
             np.testing.assert_allclose(q, ref_q, atol=1e-6, err_msg="one step: qpos")
-            np.testing.assert_allclose(
-                v, ref_v, atol=5e-5 * np.abs(ref_v).max(), err_msg="one step: qvel"
-            )
+            np.testing.assert_allclose(v, ref_v, atol=5e-5 * np.abs(ref_v).max(), err_msg="one step: qvel")
         worst_q = max(worst_q, np.abs(q - ref_q).max())
         worst_v = max(worst_v, np.abs(v - ref_v).max())
     assert worst_q < 2e-5, worst_q
