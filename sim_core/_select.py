@@ -12,7 +12,7 @@ import torch
 
 from .errors import DofsIdxError, EnvsIdxError, InvalidValueError, ShapeError
 
-__all__ = ["EnvSel", "select_envs", "select_cols", "to_values", "read", "write"]
+__all__ = ["EnvSel", "select_envs", "select_cols", "ncols", "to_values", "read", "write"]
 
 
 @dataclass(frozen=True)

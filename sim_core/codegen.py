@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .io import dof_qposadr
 from .types import JointType, Model
 
 __all__ = [
@@ -106,17 +107,12 @@ class Tree:
         for b in range(nb - 1, 0, -1):
             subtree_mass[m.body_parentid[b]] += subtree_mass[b]
         self.subtree_mass = subtree_mass
-        self.dof_qadr = np.full(m.nv, -1)  # hinge/slide dof -> its qpos coordinate
-        self.dof_type = np.zeros(m.nv, int)
+        self.dof_qadr = dof_qposadr(m)  # hinge/slide dof -> its qpos coordinate, -1 for free dofs
         self.dof_translational = np.zeros(m.nv, bool)
         for j in range(m.njnt):
             t = JointType(int(m.jnt_type[j]))
-            n = 6 if t == JointType.FREE else 1
-            self.dof_type[m.jnt_dofadr[j] : m.jnt_dofadr[j] + n] = t
             n_trans = 3 if t == JointType.FREE else int(t == JointType.SLIDE)
             self.dof_translational[m.jnt_dofadr[j] : m.jnt_dofadr[j] + n_trans] = True
-            if t != JointType.FREE:
-                self.dof_qadr[m.jnt_dofadr[j]] = m.jnt_qposadr[j]
         # static bodies' world poses, folded to constants
         self.static_pos = np.zeros((nb, 3))
         self.static_quat = np.tile([1.0, 0, 0, 0], (nb, 1))

@@ -242,25 +242,18 @@ class RigidEntity:
 
     def set_dofs_kp(self, kp, dofs_idx_local=None, envs_idx=None):
         """Position gains (>= 0), per env when ``kp`` is batched."""
-        self._set(
-            lambda c, v: [("dof_kp", c, v)],
-            kp,
-            "kp",
-            dofs_idx_local,
-            envs_idx,
-            check=_nonnegative("kp"),
-        )
+        self._set_gain("dof_kp", kp, "kp", dofs_idx_local, envs_idx)
 
     def set_dofs_kv(self, kv, dofs_idx_local=None, envs_idx=None):
         """Velocity gains (>= 0), per env when ``kv`` is batched."""
-        self._set(
-            lambda c, v: [("dof_kv", c, v)],
-            kv,
-            "kv",
-            dofs_idx_local,
-            envs_idx,
-            check=_nonnegative("kv"),
-        )
+        self._set_gain("dof_kv", kv, "kv", dofs_idx_local, envs_idx)
+
+    def _set_gain(self, field, value, name, dofs_idx_local, envs_idx):
+        def check(v: torch.Tensor) -> None:
+            if bool((v < 0).any()):
+                raise InvalidValueError(f"{name}: gains must be >= 0")
+
+        self._set(lambda c, v: [(field, c, v)], value, name, dofs_idx_local, envs_idx, check=check)
 
     def set_dofs_force_range(self, lower, upper, dofs_idx_local=None, envs_idx=None):
         """Actuator force limits; ``lower <= upper`` elementwise."""
@@ -292,11 +285,3 @@ class RigidEntity:
 
     def __repr__(self) -> str:
         return f"RigidEntity({type(self.morph).__name__}, idx={self.idx})"
-
-
-def _nonnegative(name):
-    def check(v: torch.Tensor) -> None:
-        if bool((v < 0).any()):
-            raise InvalidValueError(f"{name}: gains must be >= 0")
-
-    return check

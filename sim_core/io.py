@@ -19,7 +19,7 @@ from . import morphs
 from .errors import UnsupportedModelError
 from .types import CtrlMode, Data, JointType, Model
 
-__all__ = ["EntityRange", "compile_scene", "model_from_mj", "initial_qpos", "make_data"]
+__all__ = ["EntityRange", "compile_scene", "model_from_mj", "initial_qpos", "dof_qposadr", "make_data"]
 
 _OPTION_FIELDS = ("timestep", "gravity", "integrator", "iterations", "ls_iterations")
 
@@ -276,6 +276,7 @@ def make_data(model: Model, nworld: int, device) -> Data:
 
     nv = model.nv
     zeros = np.zeros(nv)
+    adr = dof_qposadr(model)
     return Data(
         qpos=rows(initial_qpos(model)),
         qvel=rows(zeros),
@@ -284,7 +285,7 @@ def make_data(model: Model, nworld: int, device) -> Data:
         qfrc_actuator=rows(zeros),
         qfrc_applied=rows(zeros),
         ctrl_mode=rows(model.dof_ctrl_mode, wp.int32),
-        ctrl_position=rows(initial_qpos(model)[_dof_qposadr(model)]),
+        ctrl_position=rows(np.where(adr >= 0, initial_qpos(model)[adr], 0.0)),
         ctrl_velocity=rows(zeros),
         ctrl_force=rows(zeros),
         dof_kp=rows(model.dof_kp),
@@ -294,10 +295,10 @@ def make_data(model: Model, nworld: int, device) -> Data:
     )
 
 
-def _dof_qposadr(model: Model) -> np.ndarray:
-    """(nv,) qpos address of each dof's coordinate (for a free joint's rotational dofs: its w)."""
-    adr = np.zeros(model.nv, np.int64)
+def dof_qposadr(model: Model) -> np.ndarray:
+    """(nv,) qpos coordinate of each hinge/slide dof; -1 for a free joint's dofs (no single one)."""
+    adr = np.full(model.nv, -1)
     for j in range(model.njnt):
-        n = 6 if model.jnt_type[j] == JointType.FREE else 1
-        adr[model.jnt_dofadr[j] : model.jnt_dofadr[j] + n] = model.jnt_qposadr[j] + np.arange(n)
+        if model.jnt_type[j] != JointType.FREE:
+            adr[model.jnt_dofadr[j]] = model.jnt_qposadr[j]
     return adr
