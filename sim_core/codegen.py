@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .io import dof_qposadr
+from .segments import build_segments
 from .types import JointType, Model
 
 __all__ = [
@@ -94,25 +95,8 @@ class Tree:
         for b in range(1, nb):
             ndof_path[b] = ndof_path[m.body_parentid[b]] + len(self.body_dofs[b])
         self.dynamic = ndof_path > 0  # bodies that move
-        # each moving body's tree root: the spatial quantities of a tree are taken about its root's
-        # position (as MuJoCo uses a per-tree point), which keeps float32 cancellation small
-        self.root = np.zeros(nb, int)
-        for b in range(1, nb):
-            p = m.body_parentid[b]
-            self.root[b] = self.root[p] if self.dynamic[p] else b
-        self.children: list[list[int]] = [[] for _ in range(nb)]
-        for b in range(1, nb):
-            self.children[m.body_parentid[b]].append(b)
-        subtree_mass = m.body_mass.copy()
-        for b in range(nb - 1, 0, -1):
-            subtree_mass[m.body_parentid[b]] += subtree_mass[b]
-        self.subtree_mass = subtree_mass
         self.dof_qadr = dof_qposadr(m)  # hinge/slide dof -> its qpos coordinate, -1 for free dofs
-        self.dof_translational = np.zeros(m.nv, bool)
-        for j in range(m.njnt):
-            t = JointType(int(m.jnt_type[j]))
-            n_trans = 3 if t == JointType.FREE else int(t == JointType.SLIDE)
-            self.dof_translational[m.jnt_dofadr[j] : m.jnt_dofadr[j] + n_trans] = True
+        self.segments = build_segments(m)  # the tree the dynamics is emitted for
         # static bodies' world poses, folded to constants
         self.static_pos = np.zeros((nb, 3))
         self.static_quat = np.tile([1.0, 0, 0, 0], (nb, 1))

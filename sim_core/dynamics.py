@@ -1,94 +1,153 @@
-"""Dynamics, emitted per body/dof: body inertias, bias forces (recursive Newton-Euler), the joint-space
-mass matrix (composite rigid bodies) and MuJoCo's sparse L^T D L factorization of a tree matrix.
+"""Dynamics in segment frames (Featherstone's formulation), emitted with constants folded in.
 
-Emitted names: ``mh{b}``, ``mI{b}`` (body first moment and inertia about the origin, mass folded as a
-constant), ``bias{i}`` (Coriolis, centrifugal and gravity force on dof i, MuJoCo's ``qfrc_bias``),
-``M{i}_{j}`` (mass matrix entry, ``j`` an ancestor of ``i`` or ``i`` itself, armature included),
-``a{i}_{j}`` / ``dinv{i}`` (the factorization of a matrix ``A`` with M's sparsity).
+Each segment's inertia is a constant in its own frame, and a hinge about a body axis has a constant
+motion subspace there, so most products vanish at generation time. Emitted names: ``bias{d}``
+(Coriolis, centrifugal and gravity force on dof d, MuJoCo's ``qfrc_bias``, by recursive
+Newton-Euler), ``M{k}_{l}`` (mass matrix entry for ``l`` = k or an ancestor of k, armature included,
+from composite rigid-body inertias), ``a{i}_{j}`` / ``dinv{i}`` (MuJoCo's sparse L^T D L factorization
+of a matrix with M's sparsity, no fill-in on a tree).
 """
 
 from __future__ import annotations
 
-from .codegen import Emitter, Tree, is_identity_quat, is_zero, lit, quat, vec3
+from .codegen import Emitter, Tree, lit
+from .kinematics import force_to_parent, motion_to_child
+from .segments import Segment
+from .symbolic import Val, add, cross, dot, materialize, matmul, matvec, mul, neg, snap, sub, transpose
 
-__all__ = ["emit_inertias", "emit_bias", "emit_mass_matrix", "emit_factor", "emit_solve"]
-
-
-def _massive(t: Tree, b: int) -> bool:
-    return bool(t.dynamic[b] and t.m.body_mass[b] > 0)
-
-
-def emit_inertias(t: Tree, e: Emitter) -> None:
-    """``mh{b}``, ``mI{b}`` for every moving body with mass, from the current poses."""
-    m = t.m
-    for b in range(1, m.nbody):
-        if not _massive(t, b):
-            continue
-        mass = lit(m.body_mass[b])
-        com = f"xp{b}" if is_zero(m.body_ipos[b]) else f"xp{b} + wp.quat_rotate(xq{b}, {vec3(m.body_ipos[b])})"
-        rot = f"xq{b}" if is_identity_quat(m.body_iquat[b]) else f"xq{b} * {quat(m.body_iquat[b])}"
-        e(f"_com = {com} - ref{t.root[b]}")
-        e(f"mh{b} = {mass} * _com")
-        e(f"mI{b} = body_inertia({mass}, _com, wp.quat_to_matrix({rot}), {vec3(m.body_inertia[b])})")
+__all__ = ["emit_bias", "emit_mass_matrix", "emit_factor", "emit_solve"]
 
 
-def _subtree_sum(t: Tree, e: Emitter, prefix: str, own: str | None, b: int) -> bool:
-    """Emit ``{prefix}{b} = own + sum over children``; return False when it would be zero."""
-    terms = [own] if own else []
-    terms += [f"{prefix}{c}" for c in t.children[b] if t.dynamic[c] and t.subtree_mass[c] > 0]
-    if not terms:
-        return False
-    e(f"{prefix}{b} = {' + '.join(terms)}")
-    return True
+def _const_inertia(s: Segment):
+    return (
+        snap(s.mass),
+        [snap(x) for x in s.h],
+        [[snap(x) for x in row] for row in s.inertia],
+    )
 
 
-def emit_bias(t: Tree, e: Emitter) -> None:
-    """``bias{i}``: RNEA with zero joint acceleration and the world accelerating at -gravity."""
-    m = t.m
-    e("ca0 = spatial(wp.vec3(0.0), -gravity)")
-    for b in range(1, m.nbody):
-        if not t.dynamic[b]:
-            continue
-        p = m.body_parentid[b]
-        terms = [f"ca{p}" if t.dynamic[p] else "ca0"] + [f"cdd{i} * v{i}" for i in t.body_dofs[b]]
-        e(f"ca{b} = {' + '.join(terms)}")
-    for b in range(m.nbody - 1, 0, -1):
-        if not t.dynamic[b] or t.subtree_mass[b] <= 0:
-            continue
-        own = None
-        if _massive(t, b):
-            mass = lit(m.body_mass[b])
-            e(
-                f"_f = inertia_mul({mass}, mh{b}, mI{b}, ca{b}) + "
-                f"force_cross(cv{b}, inertia_mul({mass}, mh{b}, mI{b}, cv{b}))"
+def inertia_mul(m: Val, h: list, inertia: list, w: list, v: list) -> tuple[list, list]:
+    """Spatial inertia (m, h, I) about the origin times twist (w, v): (I w + h x v, m v - h x w)."""
+    n = [add(a, b) for a, b in zip(matvec(inertia, w), cross(h, v), strict=True)]
+    f = [sub(mul(m, v[k]), c) for k, c in enumerate(cross(h, w))]
+    return n, f
+
+
+def _force_cross(w, v, n, f) -> tuple[list, list]:
+    """Twist (w, v) x* force (n, f) = (w x n + v x f, w x f)."""
+    return [add(a, b) for a, b in zip(cross(w, n), cross(v, f), strict=True)], cross(w, f)
+
+
+def emit_bias(segs: list[Segment], e: Emitter, X: list, vel: list, cvp: list) -> None:
+    """``bias{d}``: recursive Newton-Euler with zero joint acceleration and the world accelerating
+    at -gravity, in segment frames (constant inertias)."""
+    e("gx = -gravity[0]")
+    e("gy = -gravity[1]")
+    e("gz = -gravity[2]")
+    acc, force = [], []
+    for i, s in enumerate(segs):
+        if s.parent < 0:
+            E, _r = X[i]
+            aw, av = [0.0] * 3, matvec(E, ["gx", "gy", "gz"])
+        else:
+            aw, av = motion_to_child(X[i], *acc[s.parent])
+        cw, cv = cvp[i]
+        aw = materialize(e, f"aw{i}", [add(p, q) for p, q in zip(aw, cw, strict=True)])
+        av = materialize(e, f"av{i}", [add(p, q) for p, q in zip(av, cv, strict=True)])
+        acc.append((aw, av))
+        if s.mass > 0:
+            m, h, inertia = _const_inertia(s)
+            n1, f1 = inertia_mul(m, h, inertia, aw, av)
+            vw, vv = vel[i]
+            pn, pf = inertia_mul(m, h, inertia, vw, vv)
+            pn, pf = materialize(e, f"pn{i}", pn), materialize(e, f"pf{i}", pf)
+            n2, f2 = _force_cross(vw, vv, pn, pf)
+            force.append(
+                (
+                    [add(a, b) for a, b in zip(n1, n2, strict=True)],
+                    [add(a, b) for a, b in zip(f1, f2, strict=True)],
+                )
             )
-            own = "_f"
-        _subtree_sum(t, e, "cf", own, b)
-    for i in range(m.nv):
-        b = m.dof_bodyid[i]
-        e(f"bias{i} = wp.dot(cd{i}, cf{b})" if t.subtree_mass[b] > 0 else f"bias{i} = 0.0")
+        else:
+            force.append(([0.0] * 3, [0.0] * 3))
+    for i in range(len(segs) - 1, -1, -1):
+        n, f = force[i]
+        for c in segs[i].children:
+            if segs[c].subtree_mass > 0:
+                cn, cf = force_to_parent(X[c], *force[c])
+                n = [add(a, b) for a, b in zip(n, cn, strict=True)]
+                f = [add(a, b) for a, b in zip(f, cf, strict=True)]
+        force[i] = (materialize(e, f"fn{i}", n), materialize(e, f"ff{i}", f))
+        for k, d in enumerate(segs[i].dofs):
+            sw, sv = [snap(x) for x in segs[i].S[k][:3]], [snap(x) for x in segs[i].S[k][3:]]
+            e(f"bias{d} = {_expr(add(dot(sw, force[i][0]), dot(sv, force[i][1])))}")
 
 
-def emit_mass_matrix(t: Tree, e: Emitter) -> None:
-    """``M{i}_{j}`` from composite rigid-body inertias ``(cm, ch{b}, cI{b})``, plus armature."""
+def _expr(v: Val) -> str:
+    return lit(v) if isinstance(v, float) else v
+
+
+def _inertia_to_parent(x, m: float, h: list, inertia: list) -> tuple[list, list]:
+    """Spatial inertia (m, h, I) about the child origin in child coords -> about the parent origin
+    in parent coords: rotate, then shift by r (parallel axis theorem with first moment)."""
+    E, r = x
+    et = transpose(E)
+    hr = matvec(et, h)
+    ir = matmul(et, matmul(inertia, E))
+    h2 = [add(hr[k], mul(m, r[k])) for k in range(3)]
+    diag = add(mul(2.0, dot(r, hr)), mul(m, dot(r, r)))
+    out = [[0.0] * 3 for _ in range(3)]
+    for a in range(3):
+        for b in range(a + 1):
+            terms = [ir[a][b], neg(mul(r[a], hr[b])), neg(mul(hr[a], r[b])), neg(mul(m, mul(r[a], r[b])))]
+            if a == b:
+                terms.append(diag)
+            out[a][b] = out[b][a] = add(*terms)
+    return h2, out
+
+
+def emit_mass_matrix(t: Tree, segs: list[Segment], e: Emitter, X: list) -> None:
+    """``M{k}_{l}`` (l = k and its ancestors) from composite inertias, plus armature."""
     m = t.m
-    for b in range(m.nbody - 1, 0, -1):
-        if not t.dynamic[b] or t.subtree_mass[b] <= 0:
+    comp: list = [None] * len(segs)
+    for i in range(len(segs) - 1, -1, -1):
+        if segs[i].subtree_mass <= 0:
             continue
-        _subtree_sum(t, e, "ch", f"mh{b}" if _massive(t, b) else None, b)
-        _subtree_sum(t, e, "cI", f"mI{b}" if _massive(t, b) else None, b)
-    for i in range(m.nv):
-        b = m.dof_bodyid[i]
-        arm = lit(m.dof_armature[i])
-        if t.subtree_mass[b] <= 0:
-            e(f"M{i}_{i} = {arm}")
-            for j in t.ancestors(i):
-                e(f"M{i}_{j} = 0.0")
-            continue
-        e(f"_F = inertia_mul({lit(t.subtree_mass[b])}, ch{b}, cI{b}, cd{i})")
-        e(f"M{i}_{i} = wp.dot(cd{i}, _F) + {arm}")
-        for j in t.ancestors(i):
-            e(f"M{i}_{j} = wp.dot(cd{j}, _F)")
+        _mass, h, inertia = _const_inertia(segs[i])
+        h = list(h)
+        inertia = [list(row) for row in inertia]
+        for c in segs[i].children:
+            if comp[c] is not None:
+                ch, ci = _inertia_to_parent(X[c], snap(segs[c].subtree_mass), *comp[c])
+                h = [add(a, b) for a, b in zip(h, ch, strict=True)]
+                inertia = [[add(inertia[a][b], ci[a][b]) for b in range(3)] for a in range(3)]
+        comp[i] = (materialize(e, f"ch{i}", h), materialize(e, f"cI{i}", inertia))
+    done = set()
+    for i, s in enumerate(segs):
+        for k, d in enumerate(s.dofs):
+            arm = lit(m.dof_armature[d])
+            if comp[i] is None:
+                e(f"M{d}_{d} = {arm}")
+                for anc in t.ancestors(d):
+                    e(f"M{d}_{anc} = 0.0")
+                continue
+            sw, sv = [snap(x) for x in s.S[k][:3]], [snap(x) for x in s.S[k][3:]]
+            fn, ff = inertia_mul(snap(s.subtree_mass), *comp[i], sw, sv)
+            fn, ff = materialize(e, f"Fn{d}", fn), materialize(e, f"Ff{d}", ff)
+            e(f"M{d}_{d} = {_expr(add(dot(sw, fn), dot(sv, ff)))} + {arm}")
+            cur, owned = i, list(zip(s.dofs[:k], s.S[:k], strict=True))  # earlier dofs, same frame
+            while True:
+                for anc, sa in owned:
+                    aw, av = [snap(x) for x in sa[:3]], [snap(x) for x in sa[3:]]
+                    e(f"M{d}_{anc} = {_expr(add(dot(aw, fn), dot(av, ff)))}")
+                    done.add((d, anc))
+                if segs[cur].parent < 0:
+                    break
+                fn, ff = force_to_parent(X[cur], fn, ff)
+                cur = segs[cur].parent
+                fn, ff = materialize(e, f"Fn{d}_{cur}", fn), materialize(e, f"Ff{d}_{cur}", ff)
+                owned = list(zip(segs[cur].dofs, segs[cur].S, strict=True))
+            assert {a for (dd, a) in done if dd == d} == set(t.ancestors(d)), "tree mismatch"
 
 
 def emit_factor(t: Tree, e: Emitter, diag_extra: list[str] | None = None) -> None:
