@@ -102,6 +102,9 @@ class RigidEntity:
         self.n_dofs = sum(len(j.dofs_idx) for j in self.joints)
         self.n_qs = sum(len(j.qs_idx) for j in self.joints)
         self._dof_qadr = torch.as_tensor(solver.dof_qposadr()[self._dof_start : self._dof_start + self.n_dofs])
+        self._qcols_all = None  # qpos columns of all dofs, cached: the common call pays nothing
+        if self.n_dofs and bool((self._dof_qadr >= 0).all()):
+            self._qcols_all = self._qcols(None)
 
     @property
     def n_links(self) -> int:
@@ -134,6 +137,8 @@ class RigidEntity:
     def _qcols(self, dofs_idx_local):
         """qpos columns of the selected dofs; free-joint dofs have no single coordinate."""
         self.solver  # noqa: B018 (raises NotBuiltError before build)
+        if dofs_idx_local is None and self._qcols_all is not None:
+            return self._qcols_all
         cols = _select.select_cols(dofs_idx_local, self.n_dofs, 0, "dofs_idx_local")
         adr = self._dof_qadr[cols]
         if bool((adr < 0).any()):
@@ -200,17 +205,17 @@ class RigidEntity:
 
     def get_links_pos(self, links_idx_local=None, envs_idx=None) -> torch.Tensor:
         """Link frame positions, ``([n_envs,] n_links, 3)``, m."""
-        return self._links("xpos", links_idx_local, envs_idx)
+        return self._links(0, links_idx_local, envs_idx)
 
     def get_links_quat(self, links_idx_local=None, envs_idx=None) -> torch.Tensor:
         """Link frame orientations (w, x, y, z), ``([n_envs,] n_links, 4)``."""
-        return self._links("xquat", links_idx_local, envs_idx)
+        return self._links(1, links_idx_local, envs_idx)
 
-    def _links(self, field, links_idx_local, envs_idx) -> torch.Tensor:
+    def _links(self, which: int, links_idx_local, envs_idx) -> torch.Tensor:
         s = self.solver
         cols = _select.select_cols(links_idx_local, self.n_links, self._range.body_start, "links_idx_local")
         sel = _select.select_envs(envs_idx, s.n_envs, s.device)
-        return _select.read(s.t[field], cols, sel, s.n_envs)
+        return _select.read(s.poses()[which], cols, sel, s.n_envs)
 
     # ---- setters ---------------------------------------------------------------------------
     def set_dofs_position(self, position, dofs_idx_local=None, zero_velocity=True, envs_idx=None):
@@ -234,7 +239,7 @@ class RigidEntity:
             return out
 
         self._set(pairs, position, "position", dofs_idx_local, envs_idx)
-        self.solver.forward_kinematics()
+        self.solver.state_changed()
 
     def set_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None):
         """Set dof velocities, ``([n_envs,] n_selected_dofs)``."""

@@ -34,7 +34,9 @@ class RigidSolver:
         # torch views of the Warp arrays (shared memory): the API reads and writes through these
         self.t = {name: wp.to_torch(getattr(self.data, name)) for name in Data.__dataclass_fields__}
         self._init = {name: self.t[name][:1].clone() for name in self._RESET_FIELDS}
-        step.launch_fk(self.kernels, self.data)
+        o = options
+        self._step_cmd = step.record_step(self.kernels, self.data, self._gravity, o.substep_dt, o.substeps)
+        self._poses_fresh = False
 
     _RESET_FIELDS = (
         "qpos",
@@ -62,20 +64,25 @@ class RigidSolver:
             wp.capture_launch(self._graph)
         elif use_graph and self._steps > 0:  # the kernels are loaded by now: capture, then replay
             with wp.ScopedCapture(device=self.wp_device) as capture:
-                self._launch_step()
+                self._step_cmd.launch()
             self._graph = capture.graph
             wp.capture_launch(self._graph)
         else:
-            self._launch_step()
+            self._step_cmd.launch()
         self._steps += 1
+        self._poses_fresh = False
 
-    def _launch_step(self) -> None:
-        o = self.options
-        step.launch_step(self.kernels, self.data, self._gravity, o.substep_dt, o.substeps)
+    def state_changed(self) -> None:
+        """Mark the link poses out of date (after a state change through the API)."""
+        self._poses_fresh = False
 
-    def forward_kinematics(self) -> None:
-        """Recompute link poses from ``qpos`` (after a state change through the API)."""
-        step.launch_fk(self.kernels, self.data)
+    def poses(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Body positions ``(nworld, nbody, 3)`` and orientations (w, x, y, z) ``(nworld, nbody, 4)``
+        for the current state, computed now if the state changed since they were last computed."""
+        if not self._poses_fresh:
+            step.launch_fk(self.kernels, self.data)
+            self._poses_fresh = True
+        return self.t["xpos"], self.t["xquat"]
 
     def forward(self) -> dict[str, torch.Tensor]:
         """Evaluate every stage at the current state without stepping (for inspection and tests).
@@ -85,6 +92,7 @@ class RigidSolver:
         (MuJoCo's ``qacc_smooth``).
         """
         out = step.launch_forward(self.kernels, self.data, self._gravity)
+        self._poses_fresh = True
         return {k: wp.to_torch(v) for k, v in out.items()}
 
     def reset(self, envs_idx=None) -> None:
@@ -93,7 +101,7 @@ class RigidSolver:
         for name in self._RESET_FIELDS:
             target = self.t[name]
             _select.write(target, slice(None), sel, self._init[name][0].to(target.dtype), False, self.n_envs)
-        self.forward_kinematics()
+        self.state_changed()
 
     def get_qpos(self, envs_idx=None) -> torch.Tensor:
         """Generalized positions, ``([n_envs,] n_qs)`` (a view when ``envs_idx`` is None)."""
@@ -121,7 +129,7 @@ class RigidSolver:
             vals = vals.clone()
             vals[..., quat_cols] = (quats / norms).reshape(vals.shape[:-1] + (-1,))
         _select.write(self.t["qpos"], slice(None), sel, vals, batched, self.n_envs)
-        self.forward_kinematics()
+        self.state_changed()
 
     def set_qvel(self, qvel, envs_idx=None) -> None:
         """Set generalized velocities ``([n_envs,] n_dofs)``."""

@@ -1,9 +1,10 @@
 """The step, composed from the stage emitters into three model-specialized kernels, one thread per env.
 
 - ``step``: ``nsub`` substeps of kinematics -> bias forces -> mass matrix -> actuation ->
-  implicit velocity update -> joint limits -> positions, then kinematics of the new state for the
-  getters. One launch per ``scene.step()``; it reads no host memory and can be captured in a CUDA graph.
-- ``fk``: kinematics only (after ``set_dofs_position``).
+  implicit velocity update -> joint limits -> positions. One launch per ``scene.step()``; it reads
+  no host memory and can be captured in a CUDA graph.
+- ``fk``: world poses of the bodies, run on demand when a getter asks for link poses after the
+  state changed (a step or a ``set_*``), so a step that nobody reads poses from does not pay for it.
 - ``forward``: one evaluation without integration, writing each stage's output (for the checks
   against MuJoCo C).
 
@@ -30,7 +31,7 @@ __all__ = [
     "Kernels",
     "generate_source",
     "load_kernels",
-    "launch_step",
+    "record_step",
     "launch_fk",
     "launch_forward",
 ]
@@ -121,7 +122,7 @@ def generate_source(t: Tree, substeps: int = 1) -> str:
     e("@wp.kernel")
     e(
         f"def step({_STATE_ARGS}, {_CONTROL_ARGS}, gravity: wp.vec3, dt: float, nsub: int, "
-        f"{_POSE_OUT}, qfrc_actuator_out: {_F}):"
+        f"qfrc_actuator_out: {_F}):"
     )
     with e.indent():
         _emit_load_state(t, e)
@@ -138,8 +139,6 @@ def generate_source(t: Tree, substeps: int = 1) -> str:
         integrator.emit_limits(t, e, "dt")
         integrator.emit_positions(t, e, "dt")
         e.depth -= 1 if substeps > 1 else 0
-        kinematics.emit_fk(t, e)
-        kinematics.emit_store_poses(t, e, "xpos_out", "xquat_out")
         for k in range(m.nq):
             e(f"qpos[w, {k}] = q{k}")
         for i in range(m.nv):
@@ -185,14 +184,16 @@ def _control_inputs(d: Data) -> list:
     return [getattr(d, name) for name in actuation.CONTROL_ARRAYS]
 
 
-def launch_step(k: Kernels, d: Data, gravity: wp.vec3, dt: float, nsub: int) -> None:
-    """Advance every env by ``nsub`` substeps of ``dt`` seconds (in place)."""
-    wp.launch(
+def record_step(k: Kernels, d: Data, gravity: wp.vec3, dt: float, nsub: int) -> wp.Launch:
+    """The launch advancing every env by ``nsub`` substeps of ``dt`` seconds (in place), recorded
+    once with its arguments packed, so ``.launch()`` costs no per-step argument handling."""
+    return wp.launch(
         k.step,
         dim=d.qpos.shape[0],
         inputs=[d.qpos, d.qvel, *_control_inputs(d), gravity, dt, nsub],
-        outputs=[d.xpos, d.xquat, d.qfrc_actuator],
+        outputs=[d.qfrc_actuator],
         device=d.qpos.device,
+        record_cmd=True,
     )
 
 
