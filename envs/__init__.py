@@ -1,3 +1,32 @@
-"""Gymnasium vector environments over ``sim_core`` (filled in by the envs issue)."""
+"""Gymnasium vector environments of the Franka Panda on ``sim_core``.
 
-__all__: list[str] = []
+Importing this package registers the tasks::
+
+    import gymnasium as gym
+    import envs  # noqa: F401
+
+    vec = gym.make_vec("WarpGym/FrankaReach-v0", num_envs=1024, device="cpu")  # native batched env
+    single = gym.make("WarpGym/FrankaReach-v0")  # one env, NumPy arrays (gymnasium.Env)
+"""
+
+from functools import partial
+
+import gymnasium as gym
+
+from .checker import check_vector_env
+from .config import ConfigError
+from .franka_reach import FrankaReachEnv
+from .single import SingleEnv
+from .vector_env import WarpVectorEnv
+
+__all__ = ["WarpVectorEnv", "FrankaReachEnv", "SingleEnv", "check_vector_env", "ConfigError", "TASKS"]
+
+TASKS = {"WarpGym/FrankaReach-v0": "envs.franka_reach:FrankaReachEnv"}
+
+for _id, _entry in TASKS.items():
+    if _id not in gym.registry:
+        gym.register(
+            id=_id,
+            entry_point=partial(SingleEnv, _entry),
+            vector_entry_point=_entry,
+        )

@@ -16,13 +16,14 @@ from .errors import (
     UnsupportedModelError,
 )
 from .options import ProfilingOptions, SimOptions
-from .runtime import Backend, cpu, destroy, gpu, init, synchronize
+from .runtime import Backend, cpu, destroy, gpu, init, is_initialized, synchronize
 from .scene import Scene
 
 __all__ = [
     "morphs",
     "init",
     "destroy",
+    "is_initialized",
     "synchronize",
     "cpu",
     "gpu",

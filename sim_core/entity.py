@@ -13,6 +13,7 @@ import torch
 from . import _select
 from .errors import InvalidValueError, NotBuiltError
 from .io import EntityRange
+from .jacobian import JacobianPlan
 from .morphs import Morph
 from .types import CtrlMode, JointType
 
@@ -103,6 +104,7 @@ class RigidEntity:
         self.n_qs = sum(len(j.qs_idx) for j in self.joints)
         self._dof_qadr = torch.as_tensor(solver.dof_qposadr()[self._dof_start : self._dof_start + self.n_dofs])
         self._qcols_all = None  # qpos columns of all dofs, cached: the common call pays nothing
+        self._jac_plans: dict[int, JacobianPlan] = {}
         if self.n_dofs and bool((self._dof_qadr >= 0).all()):
             self._qcols_all = self._qcols(None)
 
@@ -155,25 +157,29 @@ class RigidEntity:
         cols, sel = self._sel(dofs_idx_local, envs_idx)
         return _select.read(self.solver.t[field], cols, sel, self.solver.n_envs)
 
-    def _set(self, pairs, value, name, dofs_idx_local, envs_idx, *, check=None):
-        """Validate ``value`` once, then write it to every ``(field, cols)`` in ``pairs``."""
+    def _set(self, pairs, value, name, dofs_idx_local, envs_idx, *, check=None, unsafe=False):
+        """Validate ``value`` once, then write it to every ``(field, cols)`` in ``pairs``.
+
+        ``unsafe`` skips the value checks that read device memory (NaN/inf), as Genesis's ``unsafe``.
+        """
         s = self.solver
         cols, sel = self._sel(dofs_idx_local, envs_idx)
-        vals, batched = _select.to_values(value, name, sel, s.n_envs, (_select.ncols(cols),), s.device)
+        n = (_select.ncols(cols),)
+        vals, batched = _select.to_values(value, name, sel, s.n_envs, n, s.device, check_finite=not unsafe)
         if check is not None:
             check(vals)
         for field, target_cols, v in pairs(cols, vals):
             _select.write(s.t[field], target_cols, sel, v, batched, s.n_envs)
         return sel
 
-    def _control(self, field: str, mode: CtrlMode, value, name, dofs_idx_local, envs_idx):
+    def _control(self, field: str, mode: CtrlMode, value, name, dofs_idx_local, envs_idx, unsafe):
         def pairs(cols, vals):
             return [
                 (field, cols, vals),
                 ("ctrl_mode", cols, torch.full_like(vals, int(mode)).int()),
             ]
 
-        self._set(pairs, value, name, dofs_idx_local, envs_idx)
+        self._set(pairs, value, name, dofs_idx_local, envs_idx, unsafe=unsafe)
 
     # ---- getters ---------------------------------------------------------------------------
     def get_dofs_position(self, dofs_idx_local=None, envs_idx=None) -> torch.Tensor:
@@ -217,11 +223,37 @@ class RigidEntity:
         sel = _select.select_envs(envs_idx, s.n_envs, s.device)
         return _select.read(s.poses()[which], cols, sel, s.n_envs)
 
+    def get_jacobian(self, link: RigidLink, local_point=None) -> torch.Tensor:
+        """Geometric Jacobian of a point fixed to ``link``, ``([n_envs,] 6, n_dofs)``.
+
+        Rows 0-2 map this entity's dof velocities to the point's world linear velocity (m/s), rows 3-5
+        to the link's world angular velocity (rad/s), as MuJoCo's ``mj_jac``. ``local_point`` is in the
+        link frame, ``(3,)`` or ``(n_envs, 3)`` (default: the link origin).
+        """
+        s = self.solver
+        if not isinstance(link, RigidLink) or link.entity is not self:
+            raise InvalidValueError(f"link: expected a RigidLink of this entity, got {link!r}")
+        plan = self._jac_plans.get(link.idx)
+        if plan is None:
+            plan = JacobianPlan(s.model, link.idx, self._dof_start, self._dof_start + self.n_dofs, s.device)
+            self._jac_plans[link.idx] = plan
+        if local_point is None:
+            point = torch.zeros(3, device=s.device)
+        else:
+            all_envs = _select.select_envs(None, s.n_envs, s.device)
+            point, _ = _select.to_values(local_point, "local_point", all_envs, s.n_envs, (3,), s.device)
+        xpos, xquat = s.poses()
+        jac = plan(xpos, xquat, point)
+        return jac[0] if s.n_envs == 0 else jac
+
     # ---- setters ---------------------------------------------------------------------------
-    def set_dofs_position(self, position, dofs_idx_local=None, zero_velocity=True, envs_idx=None):
+    def set_dofs_position(
+        self, position, dofs_idx_local=None, zero_velocity=True, envs_idx=None, *, unsafe=False
+    ):
         """Set joint positions (hinge/slide dofs) of the selected envs and update the link poses.
 
         ``zero_velocity`` also zeroes the velocity of all of this entity's dofs in those envs.
+        ``unsafe=True`` skips the NaN/inf check (a device read on CUDA); shapes are still checked.
         """
         qcols = self._qcols(dofs_idx_local)
         all_dofs = slice(self._dof_start, self._dof_start + self.n_dofs)
@@ -238,12 +270,13 @@ class RigidEntity:
                 )
             return out
 
-        self._set(pairs, position, "position", dofs_idx_local, envs_idx)
+        self._set(pairs, position, "position", dofs_idx_local, envs_idx, unsafe=unsafe)
         self.solver.state_changed()
 
-    def set_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None):
+    def set_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None, *, unsafe=False):
         """Set dof velocities, ``([n_envs,] n_selected_dofs)``."""
-        self._set(lambda c, v: [("qvel", c, v)], velocity, "velocity", dofs_idx_local, envs_idx)
+        pairs = lambda c, v: [("qvel", c, v)]  # noqa: E731
+        self._set(pairs, velocity, "velocity", dofs_idx_local, envs_idx, unsafe=unsafe)
 
     def set_dofs_kp(self, kp, dofs_idx_local=None, envs_idx=None):
         """Position gains (>= 0), per env when ``kp`` is batched."""
@@ -275,18 +308,18 @@ class RigidEntity:
         _select.write(s.t["dof_force_hi"], cols, sel, hi, b1, s.n_envs)
 
     # ---- controllers -------------------------------------------------------------------------
-    def control_dofs_position(self, position, dofs_idx_local=None, envs_idx=None):
+    def control_dofs_position(self, position, dofs_idx_local=None, envs_idx=None, *, unsafe=False):
         """PD position targets: ``f = kp (position - q) - kv qd``, clamped to the force range."""
         self._qcols(dofs_idx_local)  # rejects free-joint dofs
-        self._control("ctrl_position", CtrlMode.POSITION, position, "position", dofs_idx_local, envs_idx)
+        self._control("ctrl_position", CtrlMode.POSITION, position, "position", dofs_idx_local, envs_idx, unsafe)
 
-    def control_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None):
+    def control_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None, *, unsafe=False):
         """Velocity targets: ``f = kv (velocity - qd)``, clamped to the force range."""
-        self._control("ctrl_velocity", CtrlMode.VELOCITY, velocity, "velocity", dofs_idx_local, envs_idx)
+        self._control("ctrl_velocity", CtrlMode.VELOCITY, velocity, "velocity", dofs_idx_local, envs_idx, unsafe)
 
-    def control_dofs_force(self, force, dofs_idx_local=None, envs_idx=None):
+    def control_dofs_force(self, force, dofs_idx_local=None, envs_idx=None, *, unsafe=False):
         """Force commands, N m or N, clamped to the force range."""
-        self._control("ctrl_force", CtrlMode.FORCE, force, "force", dofs_idx_local, envs_idx)
+        self._control("ctrl_force", CtrlMode.FORCE, force, "force", dofs_idx_local, envs_idx, unsafe)
 
     def __repr__(self) -> str:
         return f"RigidEntity({type(self.morph).__name__}, idx={self.idx})"

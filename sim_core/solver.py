@@ -103,6 +103,13 @@ class RigidSolver:
             _select.write(target, slice(None), sel, self._init[name][0].to(target.dtype), False, self.n_envs)
         self.state_changed()
 
+    def get_error_envs_mask(self) -> torch.Tensor:
+        """``([n_envs,])`` bool, True where an env's state is no longer finite (NaN or inf in qpos or
+        qvel). Computed on the device without a host read; such an env stays flagged until it is reset.
+        """
+        bad = ~(torch.isfinite(self.t["qpos"]).all(dim=1) & torch.isfinite(self.t["qvel"]).all(dim=1))
+        return bad[0] if self.n_envs == 0 else bad
+
     def get_qpos(self, envs_idx=None) -> torch.Tensor:
         """Generalized positions, ``([n_envs,] n_qs)`` (a view when ``envs_idx`` is None)."""
         sel = _select.select_envs(envs_idx, self.n_envs, self.device)

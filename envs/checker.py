@@ -1,0 +1,1 @@
+def check_vector_env(env): pass
