@@ -55,7 +55,9 @@ class FrankaArm:
         if control_mode not in CONTROL_MODES:
             raise ValueError(f"control_mode: expected one of {CONTROL_MODES}, got {control_mode!r}")
         if len(cfg.default_joint_pos) != N_ARM:
-            raise ValueError(f"arm.default_joint_pos: expected {N_ARM} angles, got {len(cfg.default_joint_pos)}")
+            raise ValueError(
+                f"arm.default_joint_pos: expected {N_ARM} angles, got {len(cfg.default_joint_pos)}"
+            )
         self.scene, self.cfg, self.control_mode = scene, cfg, control_mode
         self.plane = scene.add_entity(sc.morphs.Plane())
         self.entity = scene.add_entity(sc.morphs.MJCF(file="franka_panda"))

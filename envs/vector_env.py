@@ -101,7 +101,9 @@ class WarpVectorEnv(gym.vector.VectorEnv):
             mode = AutoresetMode(autoreset_mode)
         except ValueError:
             modes = [m.value for m in AutoresetMode]
-            raise ValueError(f"autoreset_mode: expected an AutoresetMode or one of {modes}, got {autoreset_mode!r}")
+            raise ValueError(
+                f"autoreset_mode: expected an AutoresetMode or one of {modes}, got {autoreset_mode!r}"
+            ) from None
         self.num_envs = int(num_envs)
         self.device = resolve_device(device)
         self.max_episode_steps = int(max_episode_steps)
@@ -256,7 +258,11 @@ class WarpVectorEnv(gym.vector.VectorEnv):
     def _check_mask(self, mask, name: str = "options['reset_mask']") -> torch.Tensor:
         if isinstance(mask, np.ndarray):
             mask = torch.from_numpy(mask)
-        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or tuple(mask.shape) != (self.num_envs,):
+        if (
+            not isinstance(mask, torch.Tensor)
+            or mask.dtype != torch.bool
+            or tuple(mask.shape) != (self.num_envs,)
+        ):
             got = f"{type(mask).__name__} {getattr(mask, 'dtype', '')} {tuple(getattr(mask, 'shape', ()))}"
             raise ValueError(f"{name}: expected a boolean array of shape ({self.num_envs},), got {got}")
         return mask.to(self.device)

@@ -311,11 +311,15 @@ class RigidEntity:
     def control_dofs_position(self, position, dofs_idx_local=None, envs_idx=None, *, unsafe=False):
         """PD position targets: ``f = kp (position - q) - kv qd``, clamped to the force range."""
         self._qcols(dofs_idx_local)  # rejects free-joint dofs
-        self._control("ctrl_position", CtrlMode.POSITION, position, "position", dofs_idx_local, envs_idx, unsafe)
+        self._control(
+            "ctrl_position", CtrlMode.POSITION, position, "position", dofs_idx_local, envs_idx, unsafe
+        )
 
     def control_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None, *, unsafe=False):
         """Velocity targets: ``f = kv (velocity - qd)``, clamped to the force range."""
-        self._control("ctrl_velocity", CtrlMode.VELOCITY, velocity, "velocity", dofs_idx_local, envs_idx, unsafe)
+        self._control(
+            "ctrl_velocity", CtrlMode.VELOCITY, velocity, "velocity", dofs_idx_local, envs_idx, unsafe
+        )
 
     def control_dofs_force(self, force, dofs_idx_local=None, envs_idx=None, *, unsafe=False):
         """Force commands, N m or N, clamped to the force range."""

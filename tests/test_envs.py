@@ -1,0 +1,261 @@
+"""The Gymnasium layer: registration, autoreset modes, the conformance checker, FrankaReach itself."""
+
+import subprocess
+import sys
+import textwrap
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from gymnasium.utils.env_checker import check_env
+from gymnasium.vector import AutoresetMode
+
+import envs
+import sim_core as sc
+from envs.checker import VectorEnvCheckError
+from envs.rng import EnvRNG
+
+REACH = "WarpGym/FrankaReach-v0"
+MODES = list(AutoresetMode)
+
+
+def reach(n=4, **kw):
+    return gym.make_vec(REACH, num_envs=n, **kw)
+
+
+@pytest.mark.parametrize("task", sorted(envs.TASKS))
+@pytest.mark.parametrize("mode", MODES, ids=[m.value for m in MODES])
+def test_every_task_passes_the_checker_in_every_mode(task, mode):
+    env = gym.make_vec(task, num_envs=3, autoreset_mode=mode)
+    assert env.metadata["autoreset_mode"] is mode
+    envs.check_vector_env(env)
+
+
+@pytest.mark.parametrize("control_mode", ["joint_delta", "ee_delta"])
+def test_single_env_view_passes_gymnasium_check_env(control_mode):
+    env = gym.make(REACH, control_mode=control_mode)
+    check_env(env.unwrapped, skip_render_check=True)
+    obs, info = env.reset(seed=3)
+    assert isinstance(obs, np.ndarray) and obs.dtype == np.float32 and env.observation_space.contains(obs)
+    obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+    assert isinstance(reward, float) and isinstance(terminated, bool) and "distance" in info
+
+
+def test_registration_from_a_fresh_interpreter():
+    code = textwrap.dedent(
+        """
+        import gymnasium as gym, torch, envs
+        vec = gym.make_vec("WarpGym/FrankaReach-v0", num_envs=3, device="cpu")
+        obs, _ = vec.reset(seed=0)
+        assert isinstance(vec.unwrapped, envs.FrankaReachEnv) and obs.shape == (3, 30), obs.shape
+        one = gym.make("WarpGym/FrankaReach-v0")
+        o, _ = one.reset(seed=0)
+        assert o.shape == (30,)
+        print("ok", type(vec.unwrapped.scene).__name__)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "ok Scene" in out.stdout
+
+
+def test_spaces_dtypes_and_raw_scene_access():
+    env = reach(5)
+    assert env.single_observation_space.shape == (30,) and env.single_action_space.shape == (7,)
+    assert env.observation_space.shape == (5, 30) and env.action_space.shape == (5, 7)
+    obs, info = env.reset(seed=0)
+    assert obs.dtype == torch.float32 and obs.device == sc.device and info == {}
+    assert env.unwrapped.scene.n_envs == 5
+    assert env.unwrapped.arm.entity.get_dofs_position().shape == (5, 9)
+    ee = reach(2, control_mode="ee_delta")
+    assert ee.single_action_space.shape == (3,) and ee.single_observation_space.shape == (26,)
+
+
+def test_terminal_observation_is_the_state_before_the_reset():
+    """A time-limit truncation in SAME_STEP mode against the same run in DISABLED mode."""
+    same = reach(3, max_episode_steps=4)
+    off = reach(3, max_episode_steps=4, autoreset_mode="Disabled")
+    same.reset(seed=5)
+    off.reset(seed=5)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(4):
+        a = torch.rand(3, 7, generator=g) * 2 - 1
+        obs_s, r_s, te_s, tr_s, info = same.step(a)
+        obs_d, r_d, te_d, tr_d, _ = off.step(a)
+    assert tr_s.all() and tr_d.all() and not te_s.any()
+    assert info["_final_obs"].all() and torch.equal(info["final_obs"], obs_d)
+    assert torch.equal(r_s, r_d)
+    assert not torch.equal(obs_s, obs_d)  # the returned observation is the new episode's
+    assert info["_episode"].all() and (info["episode"]["l"] == 4).all()
+    assert info["final_info"]["_distance"].all() and not info["_distance"].any()
+
+
+def test_episode_statistics_sum_the_rewards():
+    env = reach(4, max_episode_steps=6)
+    env.reset(seed=1)
+    total = torch.zeros(4)
+    for _ in range(6):
+        _, r, _, tr, info = env.step(torch.zeros(4, 7))
+        total += r
+    assert tr.all() and torch.allclose(info["episode"]["r"], total) and (info["episode"]["l"] == 6).all()
+    assert info["episode"]["success"].dtype == torch.bool
+
+
+def test_actions_outside_the_space_are_clipped():
+    a, b = reach(2), reach(2)
+    a.reset(seed=0)
+    b.reset(seed=0)
+    big = torch.tensor([[5.0] * 7, [-3.0] * 7])
+    oa = a.step(big)[0]
+    ob = b.step(big.clamp(-1, 1))[0]
+    assert torch.equal(oa, ob)
+
+
+def test_bad_actions_name_the_expected_shape():
+    env = reach(2)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"expected shape \(2, 7\)"):
+        env.step(torch.zeros(3, 7))
+    with pytest.raises(ValueError, match="NaN"):
+        env.step(torch.full((2, 7), float("inf")))
+    with pytest.raises(TypeError, match="cannot be cast"):
+        env.step(torch.zeros(2, 7, dtype=torch.bool))
+    env.step(np.zeros((2, 7), dtype=np.float64))  # NumPy works on the CPU; ints and doubles are cast
+
+
+def test_device_mismatch_is_an_error():
+    other = "cuda" if sc.device.type == "cpu" else "cpu"
+    with pytest.raises(ValueError, match="one device per process|already runs on"):
+        reach(2, device=other)
+
+
+def test_config_overrides_and_errors():
+    env = reach(2, reward={"success_bonus": 7.0}, success_threshold=0.05)
+    assert env.unwrapped.cfg.reward.success_bonus == 7.0 and env.unwrapped.cfg.success_threshold == 0.05
+    assert env.unwrapped.cfg.reward.distance == -1.0  # the rest still comes from the file
+    with pytest.raises(envs.ConfigError, match="env.reward.sucess_bonus"):
+        reach(2, reward={"sucess_bonus": 7.0})
+    with pytest.raises(envs.ConfigError, match="env.max_episode_steps: expected an integer"):
+        reach(2, max_episode_steps=2.5)
+    with pytest.raises(ValueError, match="control_mode"):
+        reach(2, control_mode="torque")
+
+
+def test_reward_and_success_on_hand_built_states():
+    env = reach(2, reward={"action_rate": 0.0, "joint_vel": 0.0}, terminate_on_success=True)
+    u = env.unwrapped
+    env.reset(seed=0)
+    ee = u.arm.ee_pos()
+    u.target_pos = ee + torch.tensor([[0.005, 0.0, 0.0], [0.0, 0.3, 0.0]])  # inside / outside 2 cm
+    obs = u._observe(torch.full((2, u.step_noise_dim), 0.5))
+    assert torch.allclose(obs[:, 20:23], u.target_pos - ee)
+    reward, terminated, success, info = u._evaluate(torch.zeros(2, 7))
+    w = u.cfg.reward
+    d = torch.tensor([0.005, 0.3])
+    expected = (
+        w.distance * d + w.distance_tanh * (1 - torch.tanh(d / w.tanh_std)) + w.success_bonus * (d < 0.02)
+    )
+    assert torch.allclose(info["distance"], d, atol=1e-6) and torch.allclose(reward, expected, atol=1e-5)
+    assert success.tolist() == [True, False] and terminated.tolist() == [True, False]
+
+
+def test_reach_is_solvable_with_differential_ik():
+    """A scripted controller on the ee_delta action (a fifth of the remaining error per control step):
+    every env reaches its target and terminates within one episode (measured: within 30 steps)."""
+    env = reach(16, control_mode="ee_delta")
+    u = env.unwrapped
+    obs, _ = env.reset(seed=2)
+    succeeded = torch.zeros(16, dtype=torch.bool)
+    for _ in range(60):
+        action = (0.2 * obs[:, 20:23] / u.cfg.arm.ee_delta_scale).clamp(-1, 1)
+        obs, _, terminated, _, info = env.step(action)
+        succeeded |= terminated & info["final_info"]["success"]
+    assert succeeded.all()
+
+
+def test_joint_delta_moves_the_targets_by_the_scale():
+    env = reach(2)
+    u = env.unwrapped
+    env.reset(seed=0)
+    before = u.arm.joint_targets.clone()
+    a = torch.zeros(2, 7)
+    a[:, 0] = 0.5
+    env.step(a)
+    assert torch.allclose(u.arm.joint_targets[:, 0] - before[:, 0], torch.full((2,), 0.5 * 0.05))
+
+
+def test_non_finite_env_is_truncated_reported_and_reset():
+    env = reach(3)
+    u = env.unwrapped
+    env.reset(seed=0)
+    u.scene.sim.rigid_solver.t["qvel"][1, 2] = float("nan")
+    obs, reward, terminated, truncated, info = env.step(torch.zeros(3, 7))
+    assert truncated.tolist() == [False, True, False] and info["final_info"]["sim_error"][1]
+    assert torch.isfinite(obs).all() and torch.isfinite(reward).all()
+    assert not u.scene.sim.rigid_solver.get_error_envs_mask().any()  # reset in the same step
+
+
+def test_reset_rerandomizes_every_time():
+    env = reach(4)
+    first, _ = env.reset(seed=0)
+    second, _ = env.reset()
+    third, _ = env.reset(seed=0)
+    assert not torch.equal(first, second) and torch.equal(first, third)
+
+
+def test_rng_streams_are_per_env_and_uniform():
+    rng = EnvRNG(1000, torch.device("cpu"), seed=9)
+    counter = torch.zeros(1000, dtype=torch.int64)
+    u = rng.uniform(1, counter, 4)
+    assert u.shape == (1000, 4) and (u >= 0).all() and (u < 1).all() and abs(u.mean().item() - 0.5) < 0.02
+    counter[:500] += 7  # other envs' counters move: env 999's draws must not
+    assert torch.equal(rng.uniform(1, counter, 4)[500:], u[500:])
+    assert not torch.equal(rng.uniform(2, counter, 4)[500:], u[500:])  # another stream
+    n = rng.normal(3, torch.zeros(1000, dtype=torch.int64), 20)
+    assert abs(n.mean().item()) < 0.05 and abs(n.std().item() - 1) < 0.05
+
+
+class _FinalObsAfterReset(envs.FrankaReachEnv):
+    """A mutant: reports the new episode's first observation as the terminal one."""
+
+    def step(self, actions):
+        obs, r, te, tr, info = super().step(actions)
+        if "final_obs" in info:
+            info["final_obs"] = obs.clone()
+        return obs, r, te, tr, info
+
+
+class _ResetsEveryone(envs.FrankaReachEnv):
+    """A mutant: a masked reset resets all envs."""
+
+    def _reset_masked(self, mask):
+        super()._reset_masked(torch.ones_like(mask))
+
+
+class _CoupledEnvs(envs.FrankaReachEnv):
+    """A mutant: env 1's observation depends on env 0's action."""
+
+    def _observe(self, noise):
+        obs = super()._observe(noise)
+        obs[1:, -1] += self.last_action[0, 0]
+        return obs
+
+
+class _IgnoresSeed(envs.FrankaReachEnv):
+    def reset(self, *, seed=None, options=None):
+        return super().reset(seed=None if seed is None else 0, options=options)
+
+
+@pytest.mark.parametrize(
+    ("mutant", "message"),
+    [
+        (_FinalObsAfterReset, "final_obs is not the terminal observation"),
+        (_ResetsEveryone, "reset_mask|other envs|changed observation|episode length"),
+        (_CoupledEnvs, "independence"),
+        (_IgnoresSeed, "different seed"),
+    ],
+)
+def test_checker_catches_broken_envs(mutant, message):
+    with pytest.raises(VectorEnvCheckError, match=message):
+        envs.check_vector_env(mutant(num_envs=3))
