@@ -19,9 +19,10 @@ from typing import Literal
 import torch
 
 import sim_core as sc
-from sim_core.jacobian import quat_to_mat
+from sim_core.transforms import quat_rotate
 
 from .ik import dls_step
+from .vector_env import masked_assign
 
 __all__ = ["ArmConfig", "SimConfig", "FrankaArm", "CONTROL_MODES"]
 
@@ -67,7 +68,7 @@ class FrankaArm:
         """Cache device constants once the scene is built."""
         e, dev = self.entity, self.scene.sim.rigid_solver.device
         self.hand = e.get_link("hand")
-        self.arm_dofs = torch.arange(N_ARM)
+        self.arm_dofs = range(N_ARM)  # dofs_idx_local as a range: the API's cheapest selection
         m = self.scene.sim.rigid_solver.model
         ranges = torch.as_tensor(m.jnt_range[[j.idx for j in e.joints[:N_ARM]]], dtype=torch.float32)
         self.q_low, self.q_high = ranges[:, 0].to(dev), ranges[:, 1].to(dev)
@@ -87,8 +88,7 @@ class FrankaArm:
 
     def ee_pos(self) -> torch.Tensor:
         """(num_envs, 3) end-effector point in the env's frame (the arm's base is the origin), m."""
-        rot = quat_to_mat(self.hand.get_quat())
-        return self.hand.get_pos() + (rot @ self.ee_offset)
+        return self.hand.get_pos() + quat_rotate(self.hand.get_quat(), self.ee_offset)
 
     # ---- control ----------------------------------------------------------------------------------
     def apply(self, action: torch.Tensor) -> None:
@@ -98,16 +98,18 @@ class FrankaArm:
         else:
             jac = self.entity.get_jacobian(self.hand, self.ee_offset)[:, :3, :N_ARM]
             delta = dls_step(jac, self.cfg.ee_delta_scale * action, self.cfg.ik_damping)
-        self.joint_targets = torch.clamp(self.joint_targets + delta, self.q_low, self.q_high)
+        torch.clamp(self.joint_targets + delta, self.q_low, self.q_high, out=self.joint_targets)
         self.entity.control_dofs_position(self.joint_targets, self.arm_dofs, unsafe=True)
 
     def reset(self, mask: torch.Tensor, noise: torch.Tensor) -> None:
         """Restart the masked envs at the default pose plus ``init_joint_noise * (2 noise - 1)``,
-        at rest, targets on the new pose, fingers open. ``noise``: ``(num_envs, 7)`` uniform [0, 1)."""
+        at rest, targets on the new pose, fingers open. ``noise``: ``(num_envs, 7)`` uniform [0, 1).
+
+        Writes the joint positions, velocities and position targets: everything of the arm's state
+        a task changes (the tasks drive every dof in position mode and apply no external forces)."""
         q = self.default_q + self.cfg.init_joint_noise * (2.0 * noise - 1.0)
         q = torch.clamp(q, self.q_low, self.q_high)
         q_all = torch.cat([q, self.fingers], dim=1)
-        self.scene.reset(envs_idx=mask)
         self.entity.set_dofs_position(q_all, envs_idx=mask, unsafe=True)
         self.entity.control_dofs_position(q_all, envs_idx=mask, unsafe=True)
-        self.joint_targets = torch.where(mask[:, None], q, self.joint_targets)
+        masked_assign(self.joint_targets, mask, q)

@@ -27,13 +27,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
+import warp as wp
 from gymnasium.vector import AutoresetMode
 
 import sim_core as sc
 
 from .config import config_path, from_dict, merge, read_toml
 from .franka import N_ARM, ArmConfig, FrankaArm, SimConfig
-from .vector_env import WarpVectorEnv
+from .vector_env import WarpVectorEnv, masked_assign
 
 __all__ = ["FrankaReachEnv", "ReachConfig", "ReachRewardConfig", "ObsNoiseConfig"]
 
@@ -72,6 +73,63 @@ def load_reach_config(config: str = "franka_reach", overrides: dict[str, Any] | 
     """The ``[env]`` table of a task config file, with ``overrides`` merged in, validated."""
     path = config_path(config)
     return from_dict(ReachConfig, merge(read_toml(path).get("env", {}), overrides), "env")
+
+
+@wp.kernel(enable_backward=False)
+def _reach_kernel(
+    qpos: wp.array2d(dtype=wp.float32),
+    qvel: wp.array2d(dtype=wp.float32),
+    xpos: wp.array2d(dtype=wp.vec3),
+    xquat: wp.array2d(dtype=wp.vec4),
+    q0: int,
+    v0: int,
+    hand: int,
+    ee_offset: wp.vec3,
+    default_q: wp.array(dtype=wp.float32),
+    target: wp.array(dtype=wp.vec3),
+    action: wp.array2d(dtype=wp.float32),
+    prev_action: wp.array2d(dtype=wp.float32),
+    noise: wp.array2d(dtype=wp.float32),
+    noise_q: float,
+    noise_qd: float,
+    w: wp.array(dtype=wp.float32),
+    threshold: float,
+    obs: wp.array2d(dtype=wp.float32),
+    reward: wp.array(dtype=wp.float32),
+    success: wp.array(dtype=wp.bool),
+    distance: wp.array(dtype=wp.float32),
+):
+    """Observation, reward terms and success of one env from the state (layout: module docstring).
+
+    ``w``: (distance, distance_tanh, tanh_std, action_rate, joint_vel, success_bonus).
+    """
+    e = wp.tid()
+    qh = xquat[e, hand]
+    ee = xpos[e, hand] + wp.quat_rotate(wp.quat(qh[1], qh[2], qh[3], qh[0]), ee_offset)
+    qd2 = float(0.0)  # noqa: UP018 (a dynamic Warp variable)
+    for i in range(7):
+        obs[e, i] = qpos[e, q0 + i] - default_q[i] + noise_q * (2.0 * noise[e, i] - 1.0)
+        v = qvel[e, v0 + i]
+        obs[e, 7 + i] = v + noise_qd * (2.0 * noise[e, 7 + i] - 1.0)
+        qd2 += v * v
+    tgt = target[e]
+    for k in range(3):
+        obs[e, 14 + k] = ee[k]
+        obs[e, 17 + k] = tgt[k]
+        obs[e, 20 + k] = tgt[k] - ee[k]
+    rate = float(0.0)  # noqa: UP018 (a dynamic Warp variable)
+    for a in range(action.shape[1]):
+        obs[e, 23 + a] = action[e, a]
+        da = action[e, a] - prev_action[e, a]
+        rate += da * da
+    d = wp.length(tgt - ee)
+    ok = d < threshold
+    r = w[0] * d + w[1] * (1.0 - wp.tanh(d / w[2])) + w[3] * rate + w[4] * qd2
+    if ok:
+        r += w[5]
+    reward[e] = r
+    success[e] = ok
+    distance[e] = d
 
 
 class FrankaReachEnv(WarpVectorEnv):
@@ -130,45 +188,79 @@ class FrankaReachEnv(WarpVectorEnv):
         dev, n = self.device, self.num_envs
         self._target_low = torch.tensor(cfg.target_low, dtype=torch.float32, device=dev)
         self._target_span = torch.tensor(cfg.target_high, dtype=torch.float32, device=dev) - self._target_low
+        # persistent buffers, updated in place (the kernel reads them through fixed Warp views)
         self.target_pos = torch.zeros(n, 3, device=dev)  # (num_envs, 3) m
         self.last_action = torch.zeros(n, self.arm.action_dim, device=dev)
         self._prev_action = torch.zeros_like(self.last_action)
-        self._ee = torch.zeros(n, 3, device=dev)
-        self._qd = torch.zeros(n, N_ARM, device=dev)
+        w = cfg.reward
+        weights = [w.distance, w.distance_tanh, w.tanh_std, w.action_rate, w.joint_vel, w.success_bonus]
+        self._weights = torch.tensor(weights, dtype=torch.float32, device=dev)
         self._set_spaces(23 + self.arm.action_dim, self.arm.action_dim)
+        self._eval: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+        obs_dim = self.single_observation_space.shape[0]
+        self._out = (  # kernel outputs: observation, reward, success, distance
+            torch.empty(n, obs_dim, device=dev),
+            torch.empty(n, device=dev),
+            torch.empty(n, dtype=torch.bool, device=dev),
+            torch.empty(n, device=dev),
+        )
+        self._cmd = self._cmd_noise = None
+        data = self.scene.sim.rigid_solver.data
+        e = self.arm.entity
+        self._kernel_inputs = [
+            data.qpos,
+            data.qvel,
+            data.xpos,
+            data.xquat,
+            e._q_start,
+            e._dof_start,
+            self.arm.hand.idx,
+            wp.vec3(*cfg.arm.ee_offset),
+            wp.from_torch(self.arm.default_q),
+            wp.from_torch(self.target_pos, dtype=wp.vec3),
+            wp.from_torch(self.last_action),
+            wp.from_torch(self._prev_action),
+        ]
+        self._kernel_params = [
+            cfg.obs_noise.joint_pos,
+            cfg.obs_noise.joint_vel,
+            wp.from_torch(self._weights),
+            cfg.success_threshold,
+        ]
 
     def _reset_envs(self, mask: torch.Tensor, noise: torch.Tensor) -> None:
         self.arm.reset(mask, noise[:, :N_ARM])
-        target = self._target_low + self._target_span * noise[:, N_ARM : N_ARM + 3]
-        self.target_pos = torch.where(mask[:, None], target, self.target_pos)
-        self.last_action = torch.where(mask[:, None], 0.0, self.last_action)
-        self._prev_action = torch.where(mask[:, None], 0.0, self._prev_action)
+        masked_assign(self.target_pos, mask, self._target_low + self._target_span * noise[:, N_ARM : N_ARM + 3])
+        masked_assign(self.last_action, mask, 0.0)
+        masked_assign(self._prev_action, mask, 0.0)
 
     def _apply_action(self, action: torch.Tensor) -> None:
-        self._prev_action, self.last_action = self.last_action, action
+        self._prev_action.copy_(self.last_action)
+        self.last_action.copy_(action)
         self.arm.apply(action)
         for _ in range(self.cfg.sim.decimation):
             self.scene.step()
 
     def _observe(self, noise: torch.Tensor) -> torch.Tensor:
-        arm, nz = self.arm, self.cfg.obs_noise
-        q, qd = arm.joint_pos(), arm.joint_vel()
-        self._ee, self._qd = arm.ee_pos(), qd
-        q_noisy = q - arm.default_q + nz.joint_pos * (2.0 * noise[:, :N_ARM] - 1.0)
-        qd_noisy = qd + nz.joint_vel * (2.0 * noise[:, N_ARM:] - 1.0)
-        to_target = self.target_pos - self._ee
-        return torch.cat([q_noisy, qd_noisy, self._ee, self.target_pos, to_target, self.last_action], dim=1)
+        """One recorded kernel launch computes the observation and the step's reward terms (kept for
+        ``_evaluate``) from the link poses, brought up to date first."""
+        self.scene.sim.rigid_solver.poses()
+        if self._cmd is None or self._cmd_noise is not noise:  # (re)record for this noise buffer
+            self._cmd_noise = noise
+            self._cmd = wp.launch(
+                _reach_kernel,
+                dim=self.num_envs,
+                inputs=[*self._kernel_inputs, wp.from_torch(noise), *self._kernel_params],
+                outputs=[wp.from_torch(t) for t in self._out],
+                device=self.scene.sim.rigid_solver.wp_device,
+                record_cmd=True,
+            )
+        self._cmd.launch()
+        obs, reward, success, distance = (t.clone() for t in self._out)
+        self._eval = (reward, success, distance)
+        return obs
 
     def _evaluate(self, action: torch.Tensor):
-        w = self.cfg.reward
-        d = torch.linalg.vector_norm(self.target_pos - self._ee, dim=1)
-        success = d < self.cfg.success_threshold
-        reward = (
-            w.distance * d
-            + w.distance_tanh * (1.0 - torch.tanh(d / w.tanh_std))
-            + w.action_rate * (action - self._prev_action).square().sum(1)
-            + w.joint_vel * self._qd.square().sum(1)
-            + w.success_bonus * success
-        )
+        reward, success, distance = self._eval
         terminated = success & self.cfg.terminate_on_success
-        return reward, terminated, success, {"distance": d}
+        return reward, terminated, success, {"distance": distance}

@@ -3,8 +3,8 @@
 Draw ``j`` of env ``e`` in stream ``s`` at counter ``c`` is a hash of ``(seed, s, e, c, j)`` (Wellons'
 "lowbias32" integer mix, applied in a chain). The env owns the counters (one per env and stream) and
 advances them only for the envs that drew, so an env's numbers do not depend on when other envs were
-reset, and the same seed on the same device gives the same numbers bit for bit. Everything is
-elementwise torch on int64 holding 32-bit values: no host round trip, no per-env Python loop.
+reset, and the same seed gives the same numbers bit for bit, on any device. One Warp kernel launch
+makes a whole ``(num_envs, k)`` block: no host round trip, no per-env Python loop.
 """
 
 from __future__ import annotations
@@ -12,22 +12,43 @@ from __future__ import annotations
 import math
 
 import torch
+import warp as wp
 
 __all__ = ["EnvRNG"]
 
-_MASK = 0xFFFFFFFF
+
+@wp.func
+def _mix(x: wp.uint32) -> wp.uint32:
+    x = x ^ (x >> wp.uint32(16))
+    x = x * wp.uint32(0x7FEB352D)
+    x = x ^ (x >> wp.uint32(15))
+    x = x * wp.uint32(0x846CA68B)
+    return x ^ (x >> wp.uint32(16))
 
 
-def _mul32(x: torch.Tensor, m: int) -> torch.Tensor:
-    """``x * m mod 2**32`` for ``0 <= x < 2**32``, split so no int64 product overflows."""
-    return (x * (m & 0xFFFF) + (((x * (m >> 16)) & 0xFFFF) << 16)) & _MASK
+@wp.kernel(enable_backward=False)
+def _uniform_kernel(
+    key: wp.array(dtype=wp.uint32),
+    stream: wp.uint32,
+    counter: wp.array(dtype=wp.int32),
+    out: wp.array2d(dtype=wp.float32),
+):
+    e = wp.tid()
+    h = _mix(key[0] ^ (stream * wp.uint32(0x27D4EB2F)))
+    h = _mix(h + wp.uint32(e) * wp.uint32(0x9E3779B1))
+    h = _mix(h ^ wp.uint32(counter[e]))
+    for j in range(out.shape[1]):
+        x = _mix(h + wp.uint32(j + 1) * wp.uint32(0x85EBCA6B))
+        out[e, j] = wp.float32(x >> wp.uint32(8)) * wp.float32(1.0 / 16777216.0)
 
 
-def _mix(x: torch.Tensor) -> torch.Tensor:
-    x = x ^ (x >> 16)
-    x = _mul32(x, 0x7FEB352D)
-    x = x ^ (x >> 15)
-    x = _mul32(x, 0x846CA68B)
+def _mix_host(x: int) -> int:
+    """``_mix`` on the host, for the seed."""
+    m = 0xFFFFFFFF
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & m
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & m
     return x ^ (x >> 16)
 
 
@@ -42,30 +63,47 @@ class EnvRNG:
 
     def __init__(self, num_envs: int, device: torch.device, seed: int = 0):
         self.num_envs, self.device = num_envs, device
-        self._env = torch.arange(num_envs, device=device, dtype=torch.int64)
+        self._wp_device = wp.device_from_torch(device)
+        self._key = wp.zeros(1, dtype=wp.uint32, device=self._wp_device)  # read by the kernel
         self.reseed(seed)
 
     def reseed(self, seed: int) -> None:
-        self._key = int(_mix(torch.tensor(int(seed) & _MASK)).item() ^ ((int(seed) >> 32) & _MASK))
+        """New numbers for every stream (one host-to-device copy of a 32-bit key)."""
+        s = int(seed)
+        self._key.assign([_mix_host(_mix_host(s & 0xFFFFFFFF) ^ ((s >> 32) & 0xFFFFFFFF))])
 
-    def _bits(self, stream: int, counter: torch.Tensor, k: int) -> torch.Tensor:
-        """``(num_envs, k)`` 32-bit hashes for the given per-env ``counter (num_envs,)``."""
-        h = _mix((self._env * 0x9E3779B1 + self._key + (stream << 20)) & _MASK)
-        h = _mix((h ^ (counter & _MASK)) & _MASK)
-        h = _mix((h + (counter >> 32)) & _MASK)
-        j = torch.arange(k, device=self.device, dtype=torch.int64)
-        return _mix((h[:, None] + _mul32(j + 1, 0x85EBCA6B)) & _MASK)
+    def stream(self, stream: int, counter: torch.Tensor, k: int) -> _Stream:
+        """A recorded draw of ``k`` uniforms per env into a fixed buffer: ``.draw()`` costs one launch
+        with no argument packing and returns that buffer (valid until the next ``.draw()``)."""
+        return _Stream(self, stream, counter, k)
 
     def uniform(self, stream: int, counter: torch.Tensor, k: int) -> torch.Tensor:
-        """Uniform in [0, 1), ``(num_envs, k)``, with 24 random bits each."""
-        return (self._bits(stream, counter, k) >> 8).to(torch.float32) * (1.0 / (1 << 24))
-
-    def symmetric(self, stream: int, counter: torch.Tensor, k: int) -> torch.Tensor:
-        """Uniform in [-1, 1), ``(num_envs, k)``."""
-        return self.uniform(stream, counter, k) * 2.0 - 1.0
+        """Uniform in [0, 1), ``(num_envs, k)``, 24 random bits each; ``counter``: ``(num_envs,)`` int32."""
+        return self.stream(stream, counter, k).draw().clone()
 
     def normal(self, stream: int, counter: torch.Tensor, k: int) -> torch.Tensor:
         """Standard normal, ``(num_envs, k)`` (Box-Muller on two uniform draws per number)."""
         u = self.uniform(stream, counter, 2 * k)
         r = torch.sqrt(-2.0 * torch.log1p(-u[:, :k]))  # 1 - u in (0, 1]
         return r * torch.cos((2.0 * math.pi) * u[:, k:])
+
+
+class _Stream:
+    def __init__(self, rng: EnvRNG, stream: int, counter: torch.Tensor, k: int):
+        if counter.dtype != torch.int32 or tuple(counter.shape) != (rng.num_envs,):
+            raise ValueError(
+                f"counter: expected an int32 tensor of shape ({rng.num_envs},), got {counter.dtype}"
+            )
+        self.out = torch.empty(rng.num_envs, k, dtype=torch.float32, device=rng.device)
+        self._cmd = wp.launch(
+            _uniform_kernel,
+            dim=rng.num_envs,
+            inputs=[rng._key, stream, wp.from_torch(counter, dtype=wp.int32)],
+            outputs=[wp.from_torch(self.out)],
+            device=rng._wp_device,
+            record_cmd=True,
+        )
+
+    def draw(self) -> torch.Tensor:
+        self._cmd.launch()
+        return self.out

@@ -38,7 +38,7 @@ import sim_core as sc
 
 from .rng import EnvRNG
 
-__all__ = ["WarpVectorEnv", "resolve_device"]
+__all__ = ["WarpVectorEnv", "resolve_device", "masked_assign"]
 
 _RESET_STREAM, _STEP_STREAM = 1, 2
 
@@ -63,6 +63,18 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
         raise ValueError(f"device: expected 'cpu', 'cuda' or 'cuda:N', got {device!r}")
     sc.init(backend=sc.gpu if dev.type == "cuda" else sc.cpu, device=dev)
     return sc.device
+
+
+def masked_assign(buf: torch.Tensor, mask: torch.Tensor, value: torch.Tensor | float) -> None:
+    """``buf[mask] = value`` in place without a device sync; ``value`` is a scalar, a row
+    broadcastable to ``buf[0]``, or a full ``(num_envs, ...)`` tensor whose masked rows are taken."""
+    full = isinstance(value, torch.Tensor) and value.ndim == buf.ndim and value.shape[0] == buf.shape[0]
+    if buf.device.type == "cpu":  # rows by index: cost follows the rows written
+        idx = torch.nonzero(mask).reshape(-1)
+        buf[idx] = value[idx] if full else value
+    else:
+        m = mask.reshape((-1,) + (1,) * (buf.ndim - 1))
+        buf.copy_(torch.where(m, value, buf))
 
 
 def _same_device(a: torch.device, b: torch.device) -> bool:
@@ -116,13 +128,14 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         self.episode_length = torch.zeros(n, dtype=torch.int32, device=dev)  # control steps so far
         self.episode_return = torch.zeros(n, dtype=torch.float32, device=dev)
         self.episode_success_once = torch.zeros(n, dtype=torch.bool, device=dev)
-        self._reset_count = torch.zeros(n, dtype=torch.int64, device=dev)  # counter of the reset stream
-        self._step_count = torch.zeros(n, dtype=torch.int64, device=dev)  # counter of the step stream
+        self._reset_count = torch.zeros(n, dtype=torch.int32, device=dev)  # counter of the reset stream
+        self._step_count = torch.zeros(n, dtype=torch.int32, device=dev)  # counter of the step stream
         self._pending = torch.zeros(n, dtype=torch.bool, device=dev)  # finished, not yet reset
         self._forced = torch.zeros(n, dtype=torch.int8, device=dev)  # 1: terminate, 2: truncate next step
         self._all = torch.ones(n, dtype=torch.bool, device=dev)
         self._none = torch.zeros(n, dtype=torch.bool, device=dev)
         self._obs: torch.Tensor | None = None
+        self._reset_draws = self._step_draws = None  # recorded on first use (sizes set by the task)
 
     def _set_spaces(self, obs_dim: int, act_dim: int) -> None:
         """Box observation (unbounded) and action ([-1, 1]) spaces, float32, single and batched."""
@@ -178,7 +191,7 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         self._reset_masked(mask)
         self._pending &= ~mask
         self._forced.masked_fill_(mask, 0)
-        obs = self._observe_now()
+        obs = self._observe(self._step_noise())
         self._obs = obs if self._obs is None else torch.where(mask[:, None], obs, self._obs)
         return self._obs, {}
 
@@ -188,11 +201,13 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         pending = self._pending if self.autoreset_mode == AutoresetMode.NEXT_STEP else self._none
         self._apply_action(action)
         self._step_count += 1
-        obs = self._observe_now()
+        noise = self._step_noise()  # one draw per step, also for the observation after a reset
+        obs = self._observe(noise)
         reward, terminated, success, step_info = self._evaluate(action)
         error = self.scene.sim.rigid_solver.get_error_envs_mask()
-        obs = torch.nan_to_num(obs, nan=0.0, posinf=0.0, neginf=0.0)  # a blown-up env must not poison
-        reward = torch.where(error, 0.0, torch.nan_to_num(reward))
+        if self._may_have(error):  # a blown-up env must not poison the batch: zeros, and truncated
+            obs = torch.where(error[:, None], 0.0, torch.nan_to_num(obs, nan=0.0, posinf=0.0, neginf=0.0))
+            reward = torch.where(error, 0.0, torch.nan_to_num(reward))
         terminated = (terminated & ~error) | (self._forced == 1)
         self.episode_length += 1
         truncated = (self.episode_length >= self.max_episode_steps) | error | (self._forced == 2)
@@ -219,13 +234,15 @@ class WarpVectorEnv(gym.vector.VectorEnv):
             infos["final_info"] = _with_masks(step_info, done)
             infos["_final_info"] = done
             infos.update(_with_masks(step_info, ~done))
-            self._reset_masked(done)
-            obs = torch.where(done[:, None], self._observe_now(), obs)
+            if self._may_have(done):
+                self._reset_masked(done)
+                obs = self._observe(noise)  # the other envs' rows come out the same
         elif self.autoreset_mode == AutoresetMode.NEXT_STEP:
             infos.update(_with_masks(step_info, active))
-            self._reset_masked(pending)
-            obs = torch.where(pending[:, None], self._observe_now(), obs)
-            reward = torch.where(pending, 0.0, reward)
+            if self._may_have(pending):
+                self._reset_masked(pending)
+                obs = self._observe(noise)
+                reward = torch.where(pending, 0.0, reward)
             self._pending = done
         else:
             infos.update(_with_masks(step_info, self._all))
@@ -244,16 +261,24 @@ class WarpVectorEnv(gym.vector.VectorEnv):
 
     # ---- helpers ----------------------------------------------------------------------------
     def _reset_masked(self, mask: torch.Tensor) -> None:
-        noise = self.rng.uniform(_RESET_STREAM, self._reset_count, max(self.reset_noise_dim, 1))
+        if self._reset_draws is None:
+            self._reset_draws = self.rng.stream(_RESET_STREAM, self._reset_count, max(self.reset_noise_dim, 1))
+        noise = self._reset_draws.draw()
         self._reset_count += mask
         self.episode_length.masked_fill_(mask, 0)
         self.episode_return.masked_fill_(mask, 0.0)
         self.episode_success_once.masked_fill_(mask, False)
         self._reset_envs(mask, noise)
 
-    def _observe_now(self) -> torch.Tensor:
-        noise = self.rng.uniform(_STEP_STREAM, self._step_count, max(self.step_noise_dim, 1))
-        return self._observe(noise)
+    def _may_have(self, mask: torch.Tensor) -> bool:
+        """False only if ``mask`` is surely all False: checked on the CPU, where reading it costs no
+        transfer; assumed True on a GPU, where the masked work is cheaper than a device sync."""
+        return self.device.type != "cpu" or bool(mask.any())
+
+    def _step_noise(self) -> torch.Tensor:
+        if self._step_draws is None:
+            self._step_draws = self.rng.stream(_STEP_STREAM, self._step_count, max(self.step_noise_dim, 1))
+        return self._step_draws.draw()
 
     def _check_mask(self, mask, name: str = "options['reset_mask']") -> torch.Tensor:
         if isinstance(mask, np.ndarray):
@@ -288,7 +313,12 @@ class WarpVectorEnv(gym.vector.VectorEnv):
                 f"got {tuple(actions.shape)}"
             )
         actions = actions.to(torch.float32)
-        if self.validate_actions and not bool(torch.isfinite(actions).all()):
+        # the sum is finite unless some entry is NaN/inf (or the sum overflows: then look closer)
+        if (
+            self.validate_actions
+            and not bool(torch.isfinite(actions.sum()))
+            and not bool(torch.isfinite(actions).all())
+        ):
             raise ValueError("actions: contain NaN or inf")
         return actions.clamp(-1.0, 1.0)  # the action space is [-1, 1] (see _set_spaces)
 

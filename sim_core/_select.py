@@ -55,10 +55,17 @@ def select_envs(envs_idx, n_envs: int, device: torch.device) -> EnvSel:
 def select_cols(idx_local, n: int, start: int, name: str) -> slice | torch.Tensor:
     """Global columns for local indices ``idx_local`` in ``[0, n)`` of a block starting at ``start``.
 
-    Returns a slice when the selection is contiguous (so reads are views).
+    Returns a slice when the selection is contiguous (so reads are views); a ``range`` with step 1
+    is the cheapest way to ask for one.
     """
     if idx_local is None:
         return slice(start, start + n)
+    if (
+        isinstance(idx_local, range) and idx_local.step == 1 and len(idx_local)
+    ):  # contiguous: no checks on tensors
+        if idx_local.start < 0 or idx_local.stop > n:
+            raise DofsIdxError(f"{name}: indices must lie in [0, {n - 1}], got {idx_local}")
+        return slice(start + idx_local.start, start + idx_local.stop)
     host = (
         idx_local.detach().cpu()
         if isinstance(idx_local, torch.Tensor)
@@ -127,14 +134,21 @@ def to_values(
 
 
 def write(target: torch.Tensor, cols, sel: EnvSel, values: torch.Tensor, batched: bool, n_envs: int) -> None:
-    """``target[selected envs, cols] = values`` in place (``target`` is (nworld, ...))."""
-    if sel.mask is not None and (not batched or values.shape[0] == n_envs):
+    """``target[selected envs, cols] = values`` in place (``target`` is (nworld, ...)).
+
+    A mask with full-batch values is applied with ``torch.where`` on a GPU (no sync) and through the
+    selected rows on the CPU (no transfer to avoid there, and the cost follows the rows written).
+    """
+    full_rows = sel.mask is not None and (not batched or values.shape[0] == n_envs)
+    if full_rows and target.device.type != "cpu":
         view = target[:, cols]
         m = sel.mask.reshape((-1,) + (1,) * (view.ndim - 1))
         target[:, cols] = torch.where(m, values.to(view.dtype), view)  # no sync
         return
     if sel.mask is not None:
         idx = torch.nonzero(sel.mask).reshape(-1)  # compact rows for a mask
+        if full_rows and batched:
+            values = values[idx]
     elif sel.idx is None:
         target[:, cols] = values
         return

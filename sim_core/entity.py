@@ -105,6 +105,7 @@ class RigidEntity:
         self._dof_qadr = torch.as_tensor(solver.dof_qposadr()[self._dof_start : self._dof_start + self.n_dofs])
         self._qcols_all = None  # qpos columns of all dofs, cached: the common call pays nothing
         self._jac_plans: dict[int, JacobianPlan] = {}
+        self._qcols_ranges: dict[tuple[int, int, int], slice | torch.Tensor] = {}
         if self.n_dofs and bool((self._dof_qadr >= 0).all()):
             self._qcols_all = self._qcols(None)
 
@@ -141,6 +142,11 @@ class RigidEntity:
         self.solver  # noqa: B018 (raises NotBuiltError before build)
         if dofs_idx_local is None and self._qcols_all is not None:
             return self._qcols_all
+        if isinstance(dofs_idx_local, range):  # cached: a range is immutable
+            key = (dofs_idx_local.start, dofs_idx_local.stop, dofs_idx_local.step)
+            if key not in self._qcols_ranges:
+                self._qcols_ranges[key] = self._qcols(list(dofs_idx_local))
+            return self._qcols_ranges[key]
         cols = _select.select_cols(dofs_idx_local, self.n_dofs, 0, "dofs_idx_local")
         adr = self._dof_qadr[cols]
         if bool((adr < 0).any()):
@@ -270,8 +276,8 @@ class RigidEntity:
                 )
             return out
 
-        self._set(pairs, position, "position", dofs_idx_local, envs_idx, unsafe=unsafe)
-        self.solver.state_changed()
+        sel = self._set(pairs, position, "position", dofs_idx_local, envs_idx, unsafe=unsafe)
+        self.solver.state_changed(sel)
 
     def set_dofs_velocity(self, velocity, dofs_idx_local=None, envs_idx=None, *, unsafe=False):
         """Set dof velocities, ``([n_envs,] n_selected_dofs)``."""

@@ -15,28 +15,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from .transforms import quat_to_mat
 from .types import JointType, Model
 
-__all__ = ["quat_to_mat", "JacobianPlan"]
-
-
-def quat_to_mat(q: torch.Tensor) -> torch.Tensor:
-    """Rotation matrices ``(..., 3, 3)`` of unit quaternions ``(..., 4)`` given as (w, x, y, z)."""
-    w, x, y, z = q.unbind(-1)
-    return torch.stack(
-        [
-            1 - 2 * (y * y + z * z),
-            2 * (x * y - w * z),
-            2 * (x * z + w * y),
-            2 * (x * y + w * z),
-            1 - 2 * (x * x + z * z),
-            2 * (y * z - w * x),
-            2 * (x * z - w * y),
-            2 * (y * z + w * x),
-            1 - 2 * (x * x + y * y),
-        ],
-        dim=-1,
-    ).reshape(q.shape[:-1] + (3, 3))
+__all__ = ["JacobianPlan"]
 
 
 class JacobianPlan:

@@ -15,6 +15,21 @@ from .types import Data, Model
 __all__ = ["RigidSolver"]
 
 
+@wp.kernel(enable_backward=False)
+def _nonfinite_rows(
+    qpos: wp.array2d(dtype=wp.float32), qvel: wp.array2d(dtype=wp.float32), bad: wp.array(dtype=wp.bool)
+):
+    """``bad[w]``: some coordinate of env ``w`` is NaN or inf (a sum is non-finite iff a term is, or it
+    overflows, which a sane state never does)."""
+    w = wp.tid()
+    total = float(0.0)  # noqa: UP018 (a dynamic Warp variable)
+    for i in range(qpos.shape[1]):
+        total += qpos[w, i]
+    for i in range(qvel.shape[1]):
+        total += qvel[w, i]
+    bad[w] = not wp.isfinite(total)
+
+
 class RigidSolver:
     """Batched articulated-body solver over ``nworld = max(n_envs, 1)`` copies of one model."""
 
@@ -36,7 +51,18 @@ class RigidSolver:
         self._init = {name: self.t[name][:1].clone() for name in self._RESET_FIELDS}
         o = options
         self._step_cmd = step.record_step(self.kernels, self.data, self._gravity, o.substep_dt, o.substeps)
-        self._poses_fresh = False
+        self._poses_fresh = False  # False: some env's poses may be out of date (see _stale)
+        self._stale = torch.ones(self.nworld, dtype=torch.bool, device=device)  # per env, on the device
+        self._fk_cmd = step.record_fk(self.kernels, self.data, wp.from_torch(self._stale, dtype=wp.bool))
+        self._bad = torch.empty(self.nworld, dtype=torch.bool, device=device)
+        self._bad_cmd = wp.launch(
+            _nonfinite_rows,
+            dim=self.nworld,
+            inputs=[self.data.qpos, self.data.qvel],
+            outputs=[wp.from_torch(self._bad)],
+            device=wp_device,
+            record_cmd=True,
+        )
 
     _RESET_FIELDS = (
         "qpos",
@@ -70,17 +96,25 @@ class RigidSolver:
         else:
             self._step_cmd.launch()
         self._steps += 1
-        self._poses_fresh = False
+        self.state_changed()
 
-    def state_changed(self) -> None:
-        """Mark the link poses out of date (after a state change through the API)."""
+    def state_changed(self, sel: _select.EnvSel | None = None) -> None:
+        """Mark the link poses of the selected envs (default: all) out of date after a state change;
+        the next ``poses()`` recomputes those envs only."""
+        if sel is None or (sel.idx is None and sel.mask is None):
+            self._stale.fill_(True)
+        elif sel.mask is not None:
+            self._stale |= sel.mask
+        else:
+            self._stale[sel.idx] = True
         self._poses_fresh = False
 
     def poses(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Body positions ``(nworld, nbody, 3)`` and orientations (w, x, y, z) ``(nworld, nbody, 4)``
-        for the current state, computed now if the state changed since they were last computed."""
+        for the current state, recomputed now in the envs whose state changed since the last call."""
         if not self._poses_fresh:
-            step.launch_fk(self.kernels, self.data)
+            self._fk_cmd.launch()
+            self._stale.fill_(False)
             self._poses_fresh = True
         return self.t["xpos"], self.t["xquat"]
 
@@ -92,6 +126,7 @@ class RigidSolver:
         (MuJoCo's ``qacc_smooth``).
         """
         out = step.launch_forward(self.kernels, self.data, self._gravity)
+        self._stale.fill_(False)
         self._poses_fresh = True
         return {k: wp.to_torch(v) for k, v in out.items()}
 
@@ -101,13 +136,16 @@ class RigidSolver:
         for name in self._RESET_FIELDS:
             target = self.t[name]
             _select.write(target, slice(None), sel, self._init[name][0].to(target.dtype), False, self.n_envs)
-        self.state_changed()
+        self.state_changed(sel)
 
     def get_error_envs_mask(self) -> torch.Tensor:
-        """``([n_envs,])`` bool, True where an env's state is no longer finite (NaN or inf in qpos or
-        qvel). Computed on the device without a host read; such an env stays flagged until it is reset.
+        """``([n_envs,])`` bool, True where an env's state is not finite (NaN or inf in qpos or qvel).
+
+        One small kernel on the device, no host read; an env stays flagged until its state is set
+        or reset to finite values.
         """
-        bad = ~(torch.isfinite(self.t["qpos"]).all(dim=1) & torch.isfinite(self.t["qvel"]).all(dim=1))
+        self._bad_cmd.launch()
+        bad = self._bad.clone()
         return bad[0] if self.n_envs == 0 else bad
 
     def get_qpos(self, envs_idx=None) -> torch.Tensor:
@@ -136,7 +174,7 @@ class RigidSolver:
             vals = vals.clone()
             vals[..., quat_cols] = (quats / norms).reshape(vals.shape[:-1] + (-1,))
         _select.write(self.t["qpos"], slice(None), sel, vals, batched, self.n_envs)
-        self.state_changed()
+        self.state_changed(sel)
 
     def set_qvel(self, qvel, envs_idx=None) -> None:
         """Set generalized velocities ``([n_envs,] n_dofs)``."""

@@ -32,7 +32,7 @@ __all__ = [
     "generate_source",
     "load_kernels",
     "record_step",
-    "launch_fk",
+    "record_fk",
     "launch_forward",
 ]
 
@@ -88,9 +88,11 @@ def generate_source(t: Tree, substeps: int = 1) -> str:
     integrator.emit_limit_func(t, e)
 
     e("@wp.kernel")
-    e(f"def fk(qpos: {_F}, {_POSE_OUT}):")
+    e(f"def fk(qpos: {_F}, stale: wp.array(dtype=wp.bool), {_POSE_OUT}):")
     with e.indent():
         e("w = wp.tid()")
+        e("if not stale[w]:")
+        e("    return")
         for k in range(m.nq):
             e(f"q{k} = qpos[w, {k}]")
         kinematics.emit_fk(t, e)
@@ -197,9 +199,13 @@ def record_step(k: Kernels, d: Data, gravity: wp.vec3, dt: float, nsub: int) -> 
     )
 
 
-def launch_fk(k: Kernels, d: Data) -> None:
-    """Recompute ``xpos``/``xquat`` from ``qpos``."""
-    wp.launch(k.fk, dim=d.qpos.shape[0], inputs=[d.qpos], outputs=[d.xpos, d.xquat], device=d.qpos.device)
+def record_fk(k: Kernels, d: Data, stale: wp.array) -> wp.Launch:
+    """The launch recomputing ``xpos``/``xquat`` from ``qpos`` in the envs where ``stale`` (nworld,)
+    bool is set, recorded once (``.launch()`` per use)."""
+    n = d.qpos.shape[0]
+    return wp.launch(
+        k.fk, dim=n, inputs=[d.qpos, stale], outputs=[d.xpos, d.xquat], device=d.qpos.device, record_cmd=True
+    )
 
 
 def launch_forward(k: Kernels, d: Data, gravity: wp.vec3) -> dict[str, wp.array]:

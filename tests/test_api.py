@@ -312,3 +312,21 @@ def test_env_spacing_does_not_move_envs():
     assert a.envs_offset.shape == (4, 3) and float(a.envs_offset.abs().max()) > 0
     p = fa.get_links_pos()
     assert torch.equal(p[0], p[3])
+
+
+def test_range_selection_and_partial_pose_update():
+    """A range is a contiguous dof selection; a set on some envs refreshes only their link poses."""
+    scene, franka = franka_scene(3)
+    assert torch.equal(franka.get_dofs_position(range(2, 5)), franka.get_dofs_position([2, 3, 4]))
+    with pytest.raises(sc.DofsIdxError, match="dofs_idx_local"):
+        franka.get_dofs_position(range(5, 12))
+    hand = franka.get_link("hand")
+    before = hand.get_pos().clone()
+    q = franka.get_dofs_position().clone()
+    q[1, 0] += 0.5
+    franka.set_dofs_position(q[1:2], envs_idx=[1])
+    after = hand.get_pos()
+    assert torch.equal(after[[0, 2]], before[[0, 2]]) and not torch.allclose(after[1], before[1])
+    _, other = franka_scene(3)
+    other.set_dofs_position(q)
+    assert torch.allclose(other.get_link("hand").get_pos(), after, atol=1e-6)

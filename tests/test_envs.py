@@ -147,9 +147,9 @@ def test_reward_and_success_on_hand_built_states():
     u = env.unwrapped
     env.reset(seed=0)
     ee = u.arm.ee_pos()
-    u.target_pos = ee + torch.tensor([[0.005, 0.0, 0.0], [0.0, 0.3, 0.0]])  # inside / outside 2 cm
+    u.target_pos.copy_(ee + torch.tensor([[0.005, 0.0, 0.0], [0.0, 0.3, 0.0]]))  # inside / outside 2 cm
     obs = u._observe(torch.full((2, u.step_noise_dim), 0.5))
-    assert torch.allclose(obs[:, 20:23], u.target_pos - ee)
+    assert torch.allclose(obs[:, 20:23], u.target_pos - ee, atol=1e-6)
     reward, terminated, success, info = u._evaluate(torch.zeros(2, 7))
     w = u.cfg.reward
     d = torch.tensor([0.005, 0.3])
@@ -206,13 +206,13 @@ def test_reset_rerandomizes_every_time():
 
 def test_rng_streams_are_per_env_and_uniform():
     rng = EnvRNG(1000, torch.device("cpu"), seed=9)
-    counter = torch.zeros(1000, dtype=torch.int64)
+    counter = torch.zeros(1000, dtype=torch.int32)
     u = rng.uniform(1, counter, 4)
     assert u.shape == (1000, 4) and (u >= 0).all() and (u < 1).all() and abs(u.mean().item() - 0.5) < 0.02
     counter[:500] += 7  # other envs' counters move: env 999's draws must not
     assert torch.equal(rng.uniform(1, counter, 4)[500:], u[500:])
     assert not torch.equal(rng.uniform(2, counter, 4)[500:], u[500:])  # another stream
-    n = rng.normal(3, torch.zeros(1000, dtype=torch.int64), 20)
+    n = rng.normal(3, torch.zeros(1000, dtype=torch.int32), 20)
     assert abs(n.mean().item()) < 0.05 and abs(n.std().item() - 1) < 0.05
 
 
