@@ -22,3 +22,6 @@ echo "== benchmark (cuda)"
 
 echo "== benchmark, large batches (cuda, CUDA graph)"
 "$PY" scripts/bench_sim.py --device cuda --n-envs 4096 16384 --skip-compile
+
+echo "== env layer (cuda)"
+"$PY" scripts/bench_env.py --device cuda --n-envs 1024 4096 16384
