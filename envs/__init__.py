@@ -19,9 +19,18 @@ from .franka_reach import FrankaReachEnv
 from .single import SingleEnv
 from .vector_env import WarpVectorEnv
 
-__all__ = ["WarpVectorEnv", "FrankaReachEnv", "SingleEnv", "check_vector_env", "ConfigError", "TASKS"]
+__all__ = [
+    "WarpVectorEnv",
+    "FrankaReachEnv",
+    "SingleEnv",
+    "check_vector_env",
+    "ConfigError",
+    "TASKS",
+    "CONFIGS",
+]
 
 TASKS = {"WarpGym/FrankaReach-v0": "envs.franka_reach:FrankaReachEnv"}
+CONFIGS = {"WarpGym/FrankaReach-v0": "franka_reach"}  # task id -> config file in configs/
 
 for _id, _entry in TASKS.items():
     if _id not in gym.registry:

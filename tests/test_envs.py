@@ -133,7 +133,7 @@ def test_device_mismatch_is_an_error():
 def test_config_overrides_and_errors():
     env = reach(2, reward={"success_bonus": 7.0}, success_threshold=0.05)
     assert env.unwrapped.cfg.reward.success_bonus == 7.0 and env.unwrapped.cfg.success_threshold == 0.05
-    assert env.unwrapped.cfg.reward.distance == -1.0  # the rest still comes from the file
+    assert env.unwrapped.cfg.reward.distance == -2.0  # the rest still comes from the file
     with pytest.raises(envs.ConfigError, match="env.reward.sucess_bonus"):
         reach(2, reward={"sucess_bonus": 7.0})
     with pytest.raises(envs.ConfigError, match="env.max_episode_steps: expected an integer"):

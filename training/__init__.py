@@ -1,3 +1,2 @@
-"""On-device PPO for the ``envs`` tasks (filled in by the training issue)."""
-
-__all__: list[str] = []
+"""On-device PPO for the warpgym vector envs, its CLI (``warpgym train`` / ``warpgym play``) and the
+multi-process paths (one process per GPU, ``torchrun`` + DDP)."""

@@ -1,0 +1,109 @@
+"""Training configs: the ``[train]`` table of a task's file in ``configs/``, read into frozen dataclasses.
+
+Command-line overrides are ``key=value`` pairs with dotted keys under ``env.`` or ``train.``
+(``train.ppo.learning_rate=3e-4``, ``env.reward.success_bonus=5``); values are parsed as TOML
+(numbers, booleans, lists, quoted or bare strings). Unknown keys are errors naming the key.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import envs
+from envs.config import ConfigError, config_path, from_dict, merge, read_toml
+
+__all__ = ["PPOConfig", "PolicyConfig", "TrainConfig", "RunSpec", "load_run_spec", "parse_overrides"]
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    num_steps: int  # rollout length per env per iteration
+    num_epochs: int  # passes over each rollout
+    num_minibatches: int  # minibatches per pass
+    gamma: float  # discount per control step
+    lam: float  # GAE lambda
+    clip: float  # surrogate ratio clip
+    value_clip: float  # value change clip (0: unclipped value loss)
+    value_coef: float
+    entropy_coef: float
+    max_grad_norm: float
+    learning_rate: float  # initial (adaptive) or constant (fixed)
+    schedule: Literal["adaptive", "fixed"]  # adaptive: KL-driven as in rsl_rl
+    desired_kl: float
+    normalize_obs: bool  # running mean/std of observations, saved with the checkpoint
+    normalize_advantages: bool  # per minibatch
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    actor_hidden: tuple[int, ...]
+    critic_hidden: tuple[int, ...]
+    activation: Literal["elu", "relu", "tanh"]
+    init_log_std: float  # initial log standard deviation of the Gaussian policy
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    num_envs: int  # envs per process (per rank)
+    max_iterations: int
+    save_every: int  # iterations between checkpoints
+    seed: int
+    ppo: PPOConfig
+    policy: PolicyConfig
+
+    @property
+    def batch_size(self) -> int:
+        """Samples per iteration and rank."""
+        return self.num_envs * self.ppo.num_steps
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a run is built from: the task, its config file, the env overrides and the train config."""
+
+    task: str
+    config_file: str
+    env_overrides: dict[str, Any]
+    train: TrainConfig
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """``["train.ppo.clip=0.1", "env.max_episode_steps=50"]`` -> nested dict."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"override {pair!r}: expected key=value")
+        parts = key.strip().split(".")
+        if parts[0] not in ("env", "train") or len(parts) < 2:
+            raise ConfigError(f"override {pair!r}: keys start with 'env.' or 'train.'")
+        try:
+            value = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw
+        node = out
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = value
+    return out
+
+
+def load_run_spec(task: str, config: str | None = None, overrides: dict[str, Any] | None = None) -> RunSpec:
+    """Read ``config`` (default: the task's file in ``configs/``) and apply ``overrides``."""
+    if config is None:
+        if task not in envs.CONFIGS:
+            raise ConfigError(f"task: no config known for {task!r}; known: {sorted(envs.CONFIGS)}")
+        config = envs.CONFIGS[task]
+    path = config_path(config)
+    data = read_toml(path)
+    overrides = overrides or {}
+    unknown = sorted(set(overrides) - {"env", "train"})
+    if unknown:
+        raise ConfigError(f"unknown config section(s) {unknown}; known: ['env', 'train']")
+    if "train" not in data:
+        raise ConfigError(f"config {path}: no [train] table")
+    train = from_dict(TrainConfig, merge(data["train"], overrides.get("train")), "train")
+    return RunSpec(task, str(Path(path).resolve()), overrides.get("env", {}), train)

@@ -1,0 +1,62 @@
+"""Rank 0's outputs: TensorBoard event files, the resolved config, and a live progress line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Logger", "format_duration"]
+
+
+def format_duration(seconds: float) -> str:
+    if seconds != seconds or seconds == float("inf"):
+        return "?"
+    seconds = max(0, int(seconds))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class Logger:
+    """Scalars to TensorBoard under ``logdir``; ``config.json`` beside them; one progress line per
+    iteration on stdout (rewritten in place on a terminal)."""
+
+    def __init__(self, logdir: Path, config: dict[str, Any], extra: dict[str, Any] | None = None):
+        from torch.utils.tensorboard import SummaryWriter  # needs the tensorboard package
+
+        logdir.mkdir(parents=True, exist_ok=True)
+        (logdir / "config.json").write_text(json.dumps({"train": config, **(extra or {})}, indent=2))
+        self.writer = SummaryWriter(str(logdir))
+        self.tty = sys.stdout.isatty()
+        self._last_print = 0.0
+
+    def log(
+        self, it: int, env_steps: int, scalars: dict[str, float], elapsed: float, total: int, max_time_s
+    ) -> None:
+        for key, value in scalars.items():
+            self.writer.add_scalar(key, value, env_steps)
+        self.writer.add_scalar("charts/iteration", it, env_steps)
+        eta = elapsed / it * (total - it) if (it and total) else float("inf")
+        if max_time_s is not None:
+            eta = min(eta, max(0.0, max_time_s - elapsed))
+        ret = scalars.get("charts/episode_return", float("nan"))
+        succ = scalars.get("charts/success_rate", float("nan"))
+        line = (
+            f"it {it:5d}/{total or '-'}  steps {env_steps:11,d}  "
+            f"{scalars['perf/env_steps_per_s']:9,.0f} steps/s  "
+            f"return {ret:8.2f}  success {succ:5.2f}  "
+            f"elapsed {format_duration(elapsed)}  eta {format_duration(eta)}"
+        )
+        if self.tty:
+            print("\r" + line, end="", flush=True)
+        elif time.monotonic() - self._last_print > 2.0 or it == total:
+            print(line, flush=True)
+            self._last_print = time.monotonic()
+
+    def close(self) -> None:
+        if self.tty:
+            print()
+        self.writer.close()

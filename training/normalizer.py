@@ -1,0 +1,40 @@
+"""Running mean and variance of observations (Chan et al.'s parallel update), all on the device."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from . import distributed
+
+__all__ = ["ObsNormalizer"]
+
+
+class ObsNormalizer(nn.Module):
+    """``(x - mean) / sqrt(var + eps)``, clipped to ``+-clip``; statistics are buffers (saved with the
+    model) and, under DDP, merged over all ranks so every rank normalizes identically."""
+
+    def __init__(self, dim: int, *, eps: float = 1e-8, clip: float = 10.0):
+        super().__init__()
+        self.eps, self.clip = eps, clip
+        self.register_buffer("mean", torch.zeros(dim))
+        self.register_buffer("var", torch.ones(dim))
+        self.register_buffer("count", torch.tensor(1e-4))
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        """Merge the batch ``x (B, dim)`` into the statistics (no host read)."""
+        stats = torch.cat([x.sum(0), x.square().sum(0), x.new_tensor([x.shape[0]])])
+        distributed.all_reduce_sum(stats)
+        d = x.shape[1]
+        n = stats[2 * d]
+        mean = stats[:d] / n
+        var = (stats[d : 2 * d] / n - mean.square()).clamp_min(0.0)
+        total = self.count + n
+        delta = mean - self.mean
+        self.var.copy_((self.var * self.count + var * n + delta.square() * self.count * n / total) / total)
+        self.mean.add_(delta * n / total)
+        self.count.copy_(total)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return ((x - self.mean) / torch.sqrt(self.var + self.eps)).clamp(-self.clip, self.clip)

@@ -1,0 +1,89 @@
+"""The PPO update (Schulman et al. 2017): clipped surrogate, clipped value loss, entropy bonus,
+gradient clipping, and a KL-adaptive learning rate kept on the device (no host read per minibatch)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from . import distributed
+from .config import PPOConfig
+from .models import gaussian_log_prob
+from .storage import RolloutStorage
+
+__all__ = ["PPO"]
+
+
+class PPO:
+    """Optimizes ``model`` (the DDP wrapper under torchrun) whose parameters are ``module``'s."""
+
+    def __init__(self, model: nn.Module, module: nn.Module, cfg: PPOConfig, device: torch.device, seed: int):
+        self.model, self.cfg, self.device = model, cfg, device
+        self.lr = torch.tensor(cfg.learning_rate, device=device)  # a tensor: adapted without a sync
+        self.optimizer = torch.optim.Adam(module.parameters(), lr=self.lr, capturable=device.type == "cuda")
+        self.generator = torch.Generator(device=device).manual_seed(seed)  # minibatch order
+
+    def update(self, s: RolloutStorage) -> dict[str, torch.Tensor]:
+        """``num_epochs`` passes of ``num_minibatches`` over the rollout; returns mean losses (device)."""
+        c = self.cfg
+        obs, actions, old_logp = s.flat("obs"), s.flat("actions"), s.flat("log_probs")
+        old_values, returns, advantages, old_means = (
+            s.flat("values"),
+            s.flat("returns"),
+            s.flat("advantages"),
+            s.flat("means"),
+        )
+        n = obs.shape[0]
+        size = n // c.num_minibatches
+        sums = torch.zeros(5, device=self.device)  # policy loss, value loss, entropy, kl, clip fraction
+        for _ in range(c.num_epochs):
+            order = torch.randperm(n, generator=self.generator, device=self.device)
+            for k in range(c.num_minibatches):
+                idx = order[k * size : (k + 1) * size]
+                mean, log_std, value = self.model(obs[idx])
+                logp = gaussian_log_prob(actions[idx], mean, log_std)
+                adv = advantages[idx]
+                if c.normalize_advantages:
+                    adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+                ratio = torch.exp(logp - old_logp[idx])
+                policy_loss = -torch.min(ratio * adv, ratio.clamp(1 - c.clip, 1 + c.clip) * adv).mean()
+                ret = returns[idx]
+                if c.value_clip > 0:
+                    v_clip = old_values[idx] + (value - old_values[idx]).clamp(-c.value_clip, c.value_clip)
+                    value_loss = torch.max((value - ret).square(), (v_clip - ret).square()).mean()
+                else:
+                    value_loss = (value - ret).square().mean()
+                entropy = (log_std + 0.5 * math.log(2 * math.pi * math.e)).sum()
+                loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
+                with torch.no_grad():
+                    kl = self._kl(old_means[idx], s.log_std, mean, log_std)
+                    if c.schedule == "adaptive":
+                        self._adapt_lr(kl)
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                nn.utils.clip_grad_norm_(self.model.parameters(), c.max_grad_norm)
+                self.optimizer.step()
+                clipped = ((ratio - 1).abs() > c.clip).float().mean()
+                sums += torch.stack([policy_loss.detach(), value_loss.detach(), entropy.detach(), kl, clipped])
+        sums /= c.num_epochs * c.num_minibatches
+        keys = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
+        return dict(zip(keys, sums.unbind(), strict=True))
+
+    @staticmethod
+    def _kl(
+        mu0: torch.Tensor, log_std0: torch.Tensor, mu1: torch.Tensor, log_std1: torch.Tensor
+    ) -> torch.Tensor:
+        """Mean KL(old || new) of diagonal Gaussians."""
+        var0, var1 = torch.exp(2 * log_std0), torch.exp(2 * log_std1)
+        return (log_std1 - log_std0 + (var0 + (mu0 - mu1).square()) / (2 * var1) - 0.5).sum(-1).mean()
+
+    def _adapt_lr(self, kl: torch.Tensor) -> None:
+        """rsl_rl's rule: divide by 1.5 above 2x the target KL, multiply below half of it (averaged
+        over ranks so every rank keeps the same rate)."""
+        if distributed.is_distributed():
+            kl = distributed.all_reduce_sum(kl.clone()) / torch.distributed.get_world_size()
+        d = self.cfg.desired_kl
+        lr = torch.where(kl > 2 * d, self.lr / 1.5, torch.where(kl < d / 2, self.lr * 1.5, self.lr))
+        self.lr.copy_(lr.clamp(1e-5, 1e-2))

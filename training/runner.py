@@ -1,0 +1,237 @@
+"""The training loop: on-device rollouts into preallocated storage, PPO updates, logging, checkpoints.
+
+Per iteration there is one host read (the logged statistics, gathered over ranks); the rollout loop
+itself reads nothing back from the device. Truncated episodes are bootstrapped from the value of the
+env's ``infos["final_obs"]`` (the env runs in ``SAME_STEP`` autoreset); terminated ones are not.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import torch
+from gymnasium.vector import AutoresetMode
+from torch.nn.parallel import DistributedDataParallel
+
+from envs.config import to_dict
+
+from . import distributed
+from .config import RunSpec
+from .logger import Logger
+from .models import ActorCritic, gaussian_log_prob
+from .normalizer import ObsNormalizer
+from .ppo import PPO
+from .storage import RolloutStorage, bootstrap_truncated, gae
+
+__all__ = ["Runner", "make_env", "save_atomic"]
+
+_STATS = ("return_sum", "length_sum", "success_sum", "episodes")
+
+
+def make_env(spec: RunSpec, num_envs: int, device: torch.device, seed: int, **kw: Any) -> gym.vector.VectorEnv:
+    """The task's native vector env, configured from the run's config file and overrides."""
+    env_kw = {**spec.env_overrides, **kw}
+    return gym.make_vec(
+        spec.task, num_envs=num_envs, device=device, seed=seed, config=spec.config_file, **env_kw
+    )
+
+
+def save_atomic(obj: Any, path: Path) -> None:
+    """``torch.save`` to a temporary file in the same directory, then rename over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+class Runner:
+    """PPO on one vector env per process; under torchrun the policy is wrapped in DDP."""
+
+    def __init__(self, spec: RunSpec, ctx: distributed.Context, logdir: Path | None):
+        self.spec, self.ctx, self.cfg = spec, ctx, spec.train
+        self.device = ctx.device
+        seed = self.cfg.seed
+        self.env = make_env(spec, self.cfg.num_envs, self.device, seed + ctx.rank)
+        if self.env.metadata["autoreset_mode"] != AutoresetMode.SAME_STEP:
+            raise ValueError("the trainer needs an env in SAME_STEP autoreset mode")
+        obs_dim = self.env.single_observation_space.shape[0]
+        act_dim = self.env.single_action_space.shape[0]
+        torch.manual_seed(seed)  # the same initial policy on every rank
+        self.module = ActorCritic(obs_dim, act_dim, self.cfg.policy).to(self.device)
+        self.normalizer = ObsNormalizer(obs_dim).to(self.device)
+        self.model: torch.nn.Module = self.module
+        if distributed.is_distributed():
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.model = DistributedDataParallel(self.module, device_ids=ids)
+        self.ppo = PPO(self.model, self.module, self.cfg.ppo, self.device, seed + ctx.rank)
+        self.storage = RolloutStorage(self.cfg.ppo.num_steps, self.cfg.num_envs, obs_dim, act_dim, self.device)
+        self.sampler = torch.Generator(device=self.device).manual_seed(seed + 7919 * (ctx.rank + 1))
+        self.iteration = 0
+        self.env_steps = 0  # over all ranks
+        self.logdir = logdir
+        self.logger = None
+        if ctx.is_main and logdir is not None:
+            extra = {"task": spec.task, "config_file": spec.config_file, "env": spec.env_overrides}
+            self.logger = Logger(logdir, to_dict(self.cfg), {**extra, "world_size": ctx.world_size})
+        self._obs, _ = self.env.reset(seed=seed + ctx.rank)
+        self._stats = torch.zeros(len(_STATS), device=self.device)
+
+    # ---- rollout ------------------------------------------------------------------------------
+    @torch.inference_mode()
+    def collect(self) -> None:
+        """Fill the storage with ``num_steps`` steps of every env and compute advantages."""
+        s, ppo, gamma = self.storage, self.cfg.ppo, self.cfg.ppo.gamma
+        s.log_std.copy_(self.module.log_std)
+        obs = self._obs
+        for t in range(ppo.num_steps):
+            if ppo.normalize_obs:
+                self.normalizer.update(obs)
+            o = self.normalizer(obs) if ppo.normalize_obs else obs
+            mean, log_std, value = self.module(o)
+            action = mean + torch.exp(log_std) * torch.randn(
+                mean.shape, generator=self.sampler, device=self.device
+            )
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            final = info["final_obs"]
+            final_value = self.module.value(self.normalizer(final) if ppo.normalize_obs else final)
+            s.obs[t] = o
+            s.actions[t] = action
+            s.means[t] = mean
+            s.log_probs[t] = gaussian_log_prob(action, mean, log_std)
+            s.values[t] = value
+            s.rewards[t] = bootstrap_truncated(reward, truncated, final_value, gamma)
+            s.dones[t] = terminated | truncated
+            ended, ep = info["_episode"], info["episode"]
+            self._stats += torch.stack(
+                [
+                    torch.where(ended, ep["r"], 0.0).sum(),
+                    torch.where(ended, ep["l"].float(), 0.0).sum(),
+                    (ended & ep["success"]).float().sum(),
+                    ended.float().sum(),
+                ]
+            )
+        self._obs = obs
+        last = self.module.value(self.normalizer(obs) if ppo.normalize_obs else obs)
+        s.advantages, s.returns = gae(s.rewards, s.values, s.dones, last, gamma, ppo.lam)
+
+    # ---- the loop -------------------------------------------------------------------------------
+    def train(self, max_iterations: int | None = None, max_time_s: float | None = None) -> None:
+        """Train until ``max_iterations`` (total, counting resumed ones) or ``max_time_s`` seconds;
+        Ctrl-C saves a checkpoint and stops."""
+        total = max_iterations if max_iterations is not None else self.cfg.max_iterations
+        if max_iterations is None and max_time_s is not None:
+            total = None  # until the time is up
+        start = time.perf_counter()
+        steps_per_iteration = self.cfg.batch_size * self.ctx.world_size
+        try:
+            while total is None or self.iteration < total:
+                if max_time_s is not None and time.perf_counter() - start >= max_time_s:
+                    break
+                t0 = time.perf_counter()
+                self.collect()
+                t1 = time.perf_counter()
+                losses = self.ppo.update(self.storage)
+                t2 = time.perf_counter()
+                self.iteration += 1
+                self.env_steps += steps_per_iteration
+                self._log(losses, t1 - t0, t2 - t1, time.perf_counter() - start, total, max_time_s)
+                if self.iteration % self.cfg.save_every == 0:
+                    self.save()
+        except KeyboardInterrupt:
+            if self.ctx.is_main:
+                print("\ninterrupted: saving a checkpoint", file=sys.stderr)
+            self.save()
+            raise
+        self.save()
+        self._check_ranks_in_sync()
+        if self.logger is not None:
+            self.logger.close()
+
+    def _log(self, losses, rollout_s, update_s, elapsed, total, max_time_s) -> None:
+        """The iteration's one host read: episode statistics (summed over ranks) and losses."""
+        stats = distributed.all_reduce_sum(self._stats.clone())
+        self._stats.zero_()
+        values = torch.cat([stats, torch.stack(list(losses.values())), self.ppo.lr.reshape(1)]).tolist()
+        if self.logger is None:
+            return
+        r_sum, l_sum, s_sum, n = values[:4]
+        steps = self.cfg.batch_size * self.ctx.world_size
+        scalars = {
+            "perf/env_steps_per_s": steps / rollout_s,
+            "perf/update_time": update_s,
+            "perf/rollout_time": rollout_s,
+            "charts/learning_rate": values[-1],
+        }
+        for key, v in zip(losses, values[4:-1], strict=True):
+            scalars[f"losses/{key}"] = v
+        if n > 0:
+            scalars.update(
+                {
+                    "charts/episode_return": r_sum / n,
+                    "charts/episode_length": l_sum / n,
+                    "charts/success_rate": s_sum / n,
+                }
+            )
+        self.logger.log(self.iteration, self.env_steps, scalars, elapsed, total, max_time_s)
+
+    # ---- checkpoints ----------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "iteration": self.iteration,
+            "env_steps": self.env_steps,
+            "model": self.module.state_dict(),
+            "normalizer": self.normalizer.state_dict(),
+            "optimizer": self.ppo.optimizer.state_dict(),
+            "lr": self.ppo.lr.item(),
+            "sampler": self.sampler.get_state(),
+            "minibatch_rng": self.ppo.generator.get_state(),
+            "spec": {
+                "task": self.spec.task,
+                "config_file": self.spec.config_file,
+                "env_overrides": self.spec.env_overrides,
+                "train": to_dict(self.cfg),
+            },
+        }
+
+    def load_state_dict(self, ckpt: dict[str, Any]) -> None:
+        self.iteration, self.env_steps = ckpt["iteration"], ckpt["env_steps"]
+        self.module.load_state_dict(ckpt["model"])
+        self.normalizer.load_state_dict(ckpt["normalizer"])
+        self.ppo.optimizer.load_state_dict(ckpt["optimizer"])
+        self.ppo.lr.fill_(ckpt["lr"])
+        for group in self.ppo.optimizer.param_groups:
+            group["lr"] = self.ppo.lr
+        self.sampler.set_state(ckpt["sampler"])
+        self.ppo.generator.set_state(ckpt["minibatch_rng"])
+
+    def save(self) -> None:
+        if not self.ctx.is_main or self.logdir is None:
+            return
+        state = self.state_dict()
+        ckpt_dir = self.logdir / "checkpoints"
+        save_atomic(state, ckpt_dir / f"model_{self.iteration:06d}.pt")
+        save_atomic(state, ckpt_dir / "last.pt")
+
+    def _check_ranks_in_sync(self) -> None:
+        """Under DDP every rank must hold the same parameters; rank 0 records the per-rank sums."""
+        if not distributed.is_distributed():
+            return
+        flat = torch.cat([p.detach().reshape(-1) for p in self.module.parameters()]).double()
+        mine = torch.stack([flat.sum(), (flat * torch.arange(flat.numel(), device=flat.device)).sum()])
+        everyone = [torch.zeros_like(mine) for _ in range(self.ctx.world_size)]
+        torch.distributed.all_gather(everyone, mine)
+        sums = [t.tolist() for t in everyone]
+        same = all(
+            math.isclose(a, b, rel_tol=0, abs_tol=0) for s in sums for a, b in zip(s, sums[0], strict=True)
+        )
+        if self.ctx.is_main and self.logdir is not None:
+            (self.logdir / "ddp_check.json").write_text(json.dumps({"param_checksums": sums, "in_sync": same}))
+        if not same:
+            raise RuntimeError(f"DDP ranks diverged: parameter checksums {sums}")

@@ -1,0 +1,64 @@
+"""Rollout storage preallocated on the device, filled in place, and GAE with truncation bootstrapping."""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["RolloutStorage", "gae", "bootstrap_truncated"]
+
+
+def bootstrap_truncated(
+    rewards: torch.Tensor, truncated: torch.Tensor, final_values: torch.Tensor, gamma: float
+) -> torch.Tensor:
+    """Rewards with ``gamma * V(final_obs)`` added where an episode was truncated (cut by the time
+    limit, not ended by the task), so treating every episode end as terminal stays unbiased."""
+    return rewards + gamma * final_values * truncated
+
+
+def gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    dones: torch.Tensor,
+    last_values: torch.Tensor,
+    gamma: float,
+    lam: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalized advantage estimation (Schulman et al. 2016) over ``(T, N)`` tensors.
+
+    ``dones[t]`` is True when the episode ended at step ``t`` (terminated or truncated; truncations
+    are expected to be bootstrapped into ``rewards`` already). ``last_values (N,)`` is ``V`` of the
+    observation after the last step. Returns ``(advantages, returns)``, both ``(T, N)``.
+    """
+    adv = torch.zeros_like(rewards)
+    running = torch.zeros_like(last_values)
+    next_values = last_values
+    for t in range(rewards.shape[0] - 1, -1, -1):  # over time steps only; envs stay batched
+        alive = 1.0 - dones[t].float()
+        delta = rewards[t] + gamma * next_values * alive - values[t]
+        running = delta + gamma * lam * alive * running
+        adv[t] = running
+        next_values = values[t]
+    return adv, adv + values
+
+
+class RolloutStorage:
+    """``(T, N, ...)`` buffers for T steps of N envs on ``device``."""
+
+    def __init__(self, num_steps: int, num_envs: int, obs_dim: int, act_dim: int, device: torch.device):
+        def z(*shape, dtype=torch.float32):
+            return torch.zeros(num_steps, num_envs, *shape, dtype=dtype, device=device)
+
+        self.obs = z(obs_dim)  # normalized observations the actions were taken on
+        self.actions = z(act_dim)
+        self.means = z(act_dim)  # action means at sampling time (for the KL)
+        self.log_probs = z()
+        self.values = z()
+        self.rewards = z()  # truncations bootstrapped
+        self.dones = z(dtype=torch.bool)
+        self.log_std = torch.zeros(act_dim, device=device)  # policy log std at sampling time
+        self.advantages = z()
+        self.returns = z()
+
+    def flat(self, name: str) -> torch.Tensor:
+        t = getattr(self, name)
+        return t.reshape(-1, *t.shape[2:])
