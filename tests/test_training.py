@@ -123,3 +123,21 @@ def test_torchrun_ddp_keeps_ranks_identical(tmp_path):
     assert check["in_sync"] and len(check["param_checksums"]) == 2
     state = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=False)
     assert state["env_steps"] == 2 * 2 * 16 * 8  # iterations x ranks x envs x steps
+
+
+def test_multi_gpu_launcher_on_cpu_workers(tmp_path):
+    """No GPU here: two CPU workers form a DDP job; a failing worker stops the launcher with its status."""
+    script = str(ROOT / "scripts" / "multi_gpu.py")
+    common = ["--num-envs", "16", "--max-iterations", "1", "train.ppo.num_steps=8"]
+    out = _run([script, "--workers", "2", "--ddp", "--logdir", str(tmp_path), "--", *common])
+    assert "worker 1: CPU" in out and json.loads((tmp_path / "ddp_check.json").read_text())["in_sync"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    bad = subprocess.run(
+        [sys.executable, script, "--workers", "2", "--logdir", str(tmp_path / "bad"), "--", "train.nope=1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=ROOT,
+    )
+    assert bad.returncode != 0 and "exited with status" in bad.stderr

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from envs.config import ConfigError, from_dict, merge
 
 from . import distributed
 from .config import RunSpec, TrainConfig, load_run_spec, parse_overrides
+from .evaluate import evaluate
 from .models import ActorCritic
 from .normalizer import ObsNormalizer
 from .runner import Runner, make_env
@@ -126,7 +126,6 @@ def train(args) -> int:
         distributed.teardown()
 
 
-@torch.inference_mode()
 def play(
     checkpoint: str,
     *,
@@ -135,42 +134,18 @@ def play(
     device: str | None = None,
     seed: int = 12345,
 ) -> dict:
-    """Success rate and mean return of the deterministic policy (the Gaussian's mean) over ``episodes``
-    fresh episodes: rounds of ``num_envs`` envs, each contributing exactly its first episode, so
-    short (successful) episodes are not over-counted."""
+    """Success rate and mean return of the checkpoint's deterministic policy (the Gaussian's mean) over
+    ``episodes`` fresh episodes (see ``evaluate``)."""
     ckpt = torch.load(checkpoint, map_location="cpu", weights_only=False)
     saved = ckpt["spec"]
     train_cfg = from_dict(TrainConfig, saved["train"], "train")
     spec = RunSpec(saved["task"], saved["config_file"], saved["env_overrides"], train_cfg)
     ctx = distributed.setup(device)
-    n = num_envs or episodes
-    env = make_env(spec, n, ctx.device, seed, autoreset_mode=AutoresetMode.DISABLED)
+    env = make_env(spec, num_envs or episodes, ctx.device, seed, autoreset_mode=AutoresetMode.DISABLED)
     obs_dim, act_dim = env.single_observation_space.shape[0], env.single_action_space.shape[0]
     model = ActorCritic(obs_dim, act_dim, train_cfg.policy).to(ctx.device)
     model.load_state_dict(ckpt["model"])
     normalizer = ObsNormalizer(obs_dim).to(ctx.device)
     normalizer.load_state_dict(ckpt["normalizer"])
-    returns, successes = [], []
-    for r in range(math.ceil(episodes / n)):
-        obs, _ = env.reset(seed=seed + r)
-        finished = torch.zeros(n, dtype=torch.bool, device=ctx.device)
-        ep_return = torch.zeros(n, device=ctx.device)
-        ep_success = torch.zeros(n, dtype=torch.bool, device=ctx.device)
-        for _ in range(env.unwrapped.max_episode_steps):
-            o = normalizer(obs) if train_cfg.ppo.normalize_obs else obs
-            obs, _, _, _, info = env.step(model.actor(o))
-            new = info["_episode"] & ~finished
-            ep_return = torch.where(new, info["episode"]["r"], ep_return)
-            ep_success = torch.where(new, info["episode"]["success"], ep_success)
-            finished |= new
-            if bool(finished.all()):
-                break
-        take = min(n, episodes - r * n)
-        returns.append(ep_return[:take].cpu())
-        successes.append(ep_success[:take].cpu())
-    ret, succ = torch.cat(returns), torch.cat(successes)
-    return {
-        "success_rate": succ.float().mean().item(),
-        "mean_return": ret.mean().item(),
-        "episodes": int(ret.numel()),
-    }
+    normalize = train_cfg.ppo.normalize_obs
+    return evaluate(lambda o: model.actor(normalizer(o) if normalize else o), env, episodes, seed)

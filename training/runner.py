@@ -82,6 +82,11 @@ class Runner:
             self.logger = Logger(logdir, to_dict(self.cfg), {**extra, "world_size": ctx.world_size})
         self._obs, _ = self.env.reset(seed=seed + ctx.rank)
         self._stats = torch.zeros(len(_STATS), device=self.device)
+        self._zeros = torch.zeros(self.cfg.num_envs, device=self.device)
+
+    def policy(self, obs: torch.Tensor) -> torch.Tensor:
+        """The deterministic policy: the Gaussian's mean on (normalized) observations."""
+        return self.module.actor(self.normalizer(obs) if self.cfg.ppo.normalize_obs else obs)
 
     # ---- rollout ------------------------------------------------------------------------------
     @torch.inference_mode()
@@ -99,8 +104,11 @@ class Runner:
                 mean.shape, generator=self.sampler, device=self.device
             )
             obs, reward, terminated, truncated, info = self.env.step(action)
-            final = info["final_obs"]
-            final_value = self.module.value(self.normalizer(final) if ppo.normalize_obs else final)
+            if self.device.type != "cpu" or bool(truncated.any()):  # on the CPU the check is free
+                final = info["final_obs"]
+                final_value = self.module.value(self.normalizer(final) if ppo.normalize_obs else final)
+            else:
+                final_value = self._zeros
             s.obs[t] = o
             s.actions[t] = action
             s.means[t] = mean
@@ -122,33 +130,41 @@ class Runner:
         s.advantages, s.returns = gae(s.rewards, s.values, s.dones, last, gamma, ppo.lam)
 
     # ---- the loop -------------------------------------------------------------------------------
+    def iterate(self, elapsed_before: float = 0.0, total: int | None = None, max_time_s: float | None = None):
+        """One iteration: rollout, update, log (one host read), checkpoint every ``save_every``."""
+        t0 = time.perf_counter()
+        self.collect()
+        t1 = time.perf_counter()
+        losses = self.ppo.update(self.storage)
+        t2 = time.perf_counter()
+        self.iteration += 1
+        self.env_steps += self.cfg.batch_size * self.ctx.world_size
+        self._log(losses, t1 - t0, t2 - t1, elapsed_before + t2 - t0, total, max_time_s)
+        if self.iteration % self.cfg.save_every == 0:
+            self.save()
+
     def train(self, max_iterations: int | None = None, max_time_s: float | None = None) -> None:
-        """Train until ``max_iterations`` (total, counting resumed ones) or ``max_time_s`` seconds;
-        Ctrl-C saves a checkpoint and stops."""
+        """Train until ``max_iterations`` (total, counting resumed ones; default: the config's) or, when
+        only ``max_time_s`` is given, for that many seconds; Ctrl-C saves a checkpoint and stops."""
         total = max_iterations if max_iterations is not None else self.cfg.max_iterations
         if max_iterations is None and max_time_s is not None:
             total = None  # until the time is up
         start = time.perf_counter()
-        steps_per_iteration = self.cfg.batch_size * self.ctx.world_size
         try:
             while total is None or self.iteration < total:
-                if max_time_s is not None and time.perf_counter() - start >= max_time_s:
+                elapsed = time.perf_counter() - start
+                if max_time_s is not None and elapsed >= max_time_s:
                     break
-                t0 = time.perf_counter()
-                self.collect()
-                t1 = time.perf_counter()
-                losses = self.ppo.update(self.storage)
-                t2 = time.perf_counter()
-                self.iteration += 1
-                self.env_steps += steps_per_iteration
-                self._log(losses, t1 - t0, t2 - t1, time.perf_counter() - start, total, max_time_s)
-                if self.iteration % self.cfg.save_every == 0:
-                    self.save()
+                self.iterate(elapsed, total, max_time_s)
         except KeyboardInterrupt:
             if self.ctx.is_main:
                 print("\ninterrupted: saving a checkpoint", file=sys.stderr)
             self.save()
             raise
+        self.finish()
+
+    def finish(self) -> None:
+        """Final checkpoint, DDP consistency check, close the logs."""
         self.save()
         self._check_ranks_in_sync()
         if self.logger is not None:

@@ -1,0 +1,121 @@
+#!/usr/bin/env python
+"""Train a task from scratch with our PPO and print deterministic success against wall-clock time.
+
+Training runs in this process with the task's default config (``configs/<task>.toml``, overridable
+with ``key=value``). Every ``--eval-every`` seconds of training, the deterministic policy (the
+Gaussian's mean) runs ``--episodes`` fresh episodes (one per env, autoreset disabled, seeds never
+used in training); the evaluation's own time is not counted as training time. The run stops at
+``--max-time`` minutes of training or, with ``--stop-at-target`` (default), after two evaluations at
+or above ``--target``. It prints a table (training seconds, env-steps, success, mean return), the
+time the target was first reached, and saves the curve as a PNG if matplotlib is installed.
+
+``--matching`` switches to the set-up panda-gym's PandaReach-v3 uses (end-effector control, 5 cm
+success threshold), for the comparison with Stable-Baselines3 PPO on it.
+
+    python scripts/bench_train.py                        # FrankaReach, joint_delta, 2 cm
+    python scripts/bench_train.py --matching --png reach_matching.png
+    python scripts/bench_train.py --device cuda train.num_envs=4096
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from gymnasium.vector import AutoresetMode
+
+from training import distributed
+from training.config import load_run_spec, parse_overrides
+from training.evaluate import evaluate
+from training.runner import Runner, make_env
+
+MATCHING = ["env.control_mode=ee_delta", "env.success_threshold=0.05"]
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", default="WarpGym/FrankaReach-v0")
+    p.add_argument("--device", default=None)
+    p.add_argument("--max-time", type=float, default=3.0, help="minutes of training")
+    p.add_argument("--eval-every", type=float, default=10.0, help="seconds of training between evaluations")
+    p.add_argument("--episodes", type=int, default=1000)
+    p.add_argument("--target", type=float, default=0.95)
+    p.add_argument("--no-stop-at-target", dest="stop_at_target", action="store_false")
+    p.add_argument("--matching", action="store_true", help="ee_delta control and a 5 cm threshold")
+    p.add_argument("--png", default="bench_train.png")
+    p.add_argument("--json", default=None)
+    p.add_argument("overrides", nargs="*")
+    args = p.parse_args(argv)
+    overrides = parse_overrides((MATCHING if args.matching else []) + args.overrides)
+    spec = load_run_spec(args.task, overrides=overrides)
+    ctx = distributed.setup(args.device)
+    logdir = Path(tempfile.mkdtemp(prefix="bench_train_"))
+    runner = Runner(spec, ctx, logdir)
+    eval_env = make_env(spec, args.episodes, ctx.device, seed=10_000, autoreset_mode=AutoresetMode.DISABLED)
+    print(
+        f"{spec.task} on {ctx.device}: {spec.train.num_envs} envs, {spec.env_overrides or 'default env config'}"
+    )
+    rows, reached, trained, hits = [], None, 0.0, 0
+    next_eval = args.eval_every
+    while trained < args.max_time * 60:
+        t0 = time.perf_counter()
+        runner.iterate(trained, None, args.max_time * 60)
+        trained += time.perf_counter() - t0
+        if trained < next_eval:
+            continue
+        next_eval += args.eval_every
+        result = evaluate(runner.policy, eval_env, args.episodes, seed=20_000 + len(rows) * 1000)
+        rows.append({"seconds": trained, "env_steps": runner.env_steps, **result})
+        print(
+            f"\n  eval at {trained:6.1f} s, {runner.env_steps:10,d} env-steps: "
+            f"success {result['success_rate']:.3f}, return {result['mean_return']:.2f}",
+            flush=True,
+        )
+        if result["success_rate"] >= args.target:
+            hits += 1
+            reached = reached or rows[-1]
+            if args.stop_at_target and hits >= 2:
+                break
+    runner.finish()
+    print(f"\n{'train s':>8} {'env-steps':>12} {'success':>8} {'return':>8}")
+    for r in rows:
+        print(f"{r['seconds']:8.1f} {r['env_steps']:12,d} {r['success_rate']:8.3f} {r['mean_return']:8.2f}")
+    if reached:
+        print(
+            f"{args.target:.0%} deterministic success over {args.episodes} fresh episodes after "
+            f"{reached['seconds']:.1f} s of training ({reached['env_steps']:,} env-steps)"
+        )
+    else:
+        print(f"{args.target:.0%} not reached in {args.max_time} min")
+    _plot(rows, args, spec.task)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows, "reached": reached}, indent=2))
+
+
+def _plot(rows, args, task) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no PNG (pip install matplotlib)")
+        return
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot([r["seconds"] for r in rows], [r["success_rate"] for r in rows], marker="o")
+    ax.axhline(args.target, color="gray", linestyle="--", linewidth=1)
+    ax.set_xlabel("training wall-clock (s)")
+    ax.set_ylabel(f"deterministic success ({args.episodes} episodes)")
+    ax.set_title(f"{task}{' (ee_delta, 5 cm)' if args.matching else ''}")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(args.png, dpi=120)
+    print(f"curve saved to {args.png}")
+
+
+if __name__ == "__main__":
+    main()
