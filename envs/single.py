@@ -42,10 +42,6 @@ class SingleEnv(gym.Env):
         self.metadata = {k: v for k, v in self.vector_env.metadata.items() if k != "autoreset_mode"}
         self.render_mode = self.vector_env.render_mode
 
-    @property
-    def unwrapped_vector(self) -> WarpVectorEnv:
-        return self.vector_env
-
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         obs, info = self.vector_env.reset(seed=seed, options=options)

@@ -123,7 +123,6 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         self.metadata = {**type(self).metadata, "autoreset_mode": mode}
         self.validate_actions = validate_actions
         self.rng = EnvRNG(self.num_envs, self.device, 0 if seed is None else seed)
-        self._seed = seed
         n, dev = self.num_envs, self.device
         self.episode_length = torch.zeros(n, dtype=torch.int32, device=dev)  # control steps so far
         self.episode_return = torch.zeros(n, dtype=torch.float32, device=dev)
@@ -181,7 +180,6 @@ class WarpVectorEnv(gym.vector.VectorEnv):
             raise ValueError(f"options: unknown keys {sorted(options)}; known: ['reset_mask']")
         if seed is not None:
             self.rng.reseed(seed)
-            self._seed = seed
             self._reset_count.zero_()
             self._step_count.zero_()
         if mask is None:
