@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -141,3 +142,19 @@ def test_multi_gpu_launcher_on_cpu_workers(tmp_path):
         cwd=ROOT,
     )
     assert bad.returncode != 0 and "exited with status" in bad.stderr
+
+
+def test_ctrl_c_saves_a_checkpoint(tmp_path):
+    args = ["-m", "training", "train", "--num-envs", "16", "--max-iterations", "100000", "--device", "cpu"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, *args, "--logdir", str(tmp_path)], stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT
+    )
+    for line in proc.stdout:  # wait for the first progress line: training is under way
+        if line.startswith("it "):
+            break
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 130
+    state = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=False)
+    assert state["iteration"] >= 1
