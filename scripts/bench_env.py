@@ -15,7 +15,10 @@ clock starts and before it is read:
   env does with none of the env's work (actions, observations, rewards, resets, infos).
 
 It prints control steps per second (env-steps/s, summed over envs) of both and the env layer's cost
-``1 - env / raw``. If ``panda-gym`` is installed (``pip install panda-gym``), it also runs its
+``1 - env / raw``. For each adapter library that is installed (Stable-Baselines3, rsl_rl, skrl) it also
+steps the same task through ``envs.adapters`` with random actions in that library's form (NumPy for
+SB3, device tensors for the others) and prints the rate and its ratio to the native env.
+If ``panda-gym`` is installed (``pip install panda-gym``), it also runs its
 ``PandaReach-v3`` under Gymnasium's ``AsyncVectorEnv`` with ``--panda-workers`` processes (default 2)
 and random actions, and prints our env's ratio to it at every size.
 
@@ -32,6 +35,7 @@ import math
 import time
 
 import gymnasium as gym
+import numpy as np
 import torch
 
 import envs
@@ -50,6 +54,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="~10x shorter rounds")
     p.add_argument("--panda-workers", type=int, default=2, help="AsyncVectorEnv workers for panda-gym")
     p.add_argument("--panda-steps", type=int, default=2000, help="vector steps of the panda-gym run")
+    p.add_argument("--no-adapters", action="store_true", help="skip the SB3 / rsl_rl / skrl adapter rows")
     p.add_argument("--json", default=None, help="also write the results here")
     return p.parse_args(argv)
 
@@ -127,34 +132,69 @@ def bench_panda(args) -> float | None:
     return steps * args.panda_workers / seconds
 
 
+def make_adapter_steppers(n: int, device: torch.device) -> dict:
+    """One stepper per installed adapter library, each on its own env: random actions every step in
+    the form the library passes them (NumPy for SB3, device tensors for rsl_rl and skrl)."""
+    steppers = {}
+    try:
+        from envs.adapters.sb3 import Sb3VecEnv
+
+        sb3 = Sb3VecEnv(gym.make_vec(TASK, num_envs=n, device=device))
+        sb3.reset()
+        dim = sb3.action_space.shape[0]
+        rng = np.random.default_rng(0)
+        steppers["sb3"] = lambda: sb3.step(rng.uniform(-1, 1, (n, dim)).astype(np.float32))
+    except ImportError:
+        pass
+    try:
+        from envs.adapters.rsl_rl import RslRlVecEnv
+
+        rsl = RslRlVecEnv(gym.make_vec(TASK, num_envs=n, device=device))
+        steppers["rsl_rl"] = lambda: rsl.step(torch.rand(n, rsl.num_actions, device=device) * 2.0 - 1.0)
+    except ImportError:
+        pass
+    try:
+        from envs.adapters.skrl import wrap
+
+        sk = wrap(gym.make_vec(TASK, num_envs=n, device=device))
+        sk.reset()
+        dim = sk.action_space.shape[0]
+        steppers["skrl"] = lambda: sk.step(torch.rand(n, dim, device=device) * 2.0 - 1.0)
+    except ImportError:
+        pass
+    return steppers
+
+
 def main(argv=None) -> None:
     args = parse_args(argv)
     dev = torch.device(args.device)
     envs.vector_env.resolve_device(dev)
     rows = []
     for n in args.n_envs:
-        env_step, raw_step = make_env_stepper(n, sc.device), make_raw_stepper(n, sc.device)
-        for fn in (env_step, raw_step):  # warm-up: compile, load, first launches
+        steppers = {"env": make_env_stepper(n, sc.device), "raw": make_raw_stepper(n, sc.device)}
+        if not args.no_adapters:
+            steppers.update(make_adapter_steppers(n, sc.device))
+        for fn in steppers.values():  # warm-up: compile, load, first launches
             timed(fn, 3)
         steps = steps_for(n, args)
-        best = {"env": math.inf, "raw": math.inf}
-        for _ in range(args.repeats):
-            best["env"] = min(best["env"], timed(env_step, steps))
-            best["raw"] = min(best["raw"], timed(raw_step, steps))
-        env_rate, raw_rate = n * steps / best["env"], n * steps / best["raw"]
-        rows.append(
-            {"n_envs": n, "steps": steps, "env": env_rate, "raw": raw_rate, "cost": 1 - env_rate / raw_rate}
-        )
-        cost = rows[-1]["cost"]
-        print(f"n_envs={n:6d}  env {env_rate:12,.0f}/s  raw {raw_rate:12,.0f}/s  env-layer cost {cost:6.1%}")
+        best = dict.fromkeys(steppers, math.inf)
+        for _ in range(args.repeats):  # alternate, keep each one's best round
+            for name, fn in steppers.items():
+                best[name] = min(best[name], timed(fn, steps))
+        rate = {name: n * steps / t for name, t in best.items()}
+        rows.append({"n_envs": n, "steps": steps, **rate, "cost": 1 - rate["env"] / rate["raw"]})
+        print(f"n_envs={n:6d}  " + "  ".join(f"{k} {v:,.0f}/s" for k, v in rate.items()), flush=True)
     panda = bench_panda(args)
+    adapters = [k for k in ("sb3", "rsl_rl", "skrl") if k in rows[0]]
     print()
     header = f"{'n_envs':>7} {'FrankaReach env-steps/s':>24} {'raw scene.step':>15} {'env cost':>9}"
+    header += "".join(f" {name + ' (x env)':>22}" for name in adapters)
     if panda is not None:
         header += f" {'x panda-gym':>12}"
     print(header)
     for r in rows:
         line = f"{r['n_envs']:7d} {r['env']:24,.0f} {r['raw']:15,.0f} {r['cost']:9.1%}"
+        line += "".join(f" {r[a]:13,.0f} ({r[a] / r['env']:4.2f})" for a in adapters)
         if panda is not None:
             line += f" {r['env'] / panda:12.1f}"
         print(line)

@@ -1,0 +1,179 @@
+"""The adapters against the real libraries: SB3 PPO and evaluate_policy, rsl_rl's OnPolicyRunner, skrl's PPO."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import envs  # noqa: F401
+
+REACH = "WarpGym/FrankaReach-v0"
+
+
+def reach(n):
+    return gym.make_vec(REACH, num_envs=n)
+
+
+def force_ends(base):
+    """Env 0 terminates and env 1 is truncated on the next step."""
+    term = torch.zeros(base.num_envs, dtype=torch.bool, device=base.device)
+    term[0] = True
+    trunc = torch.zeros_like(term)
+    trunc[1] = True
+    base.force_episode_end(term, terminated=True)
+    base.force_episode_end(trunc, terminated=False)
+
+
+def test_sb3_terminal_observations_timeouts_and_episode_info():
+    pytest.importorskip("stable_baselines3")
+    from envs.adapters.sb3 import Sb3VecEnv
+
+    venv = Sb3VecEnv(reach(4))
+    venv.seed(3)
+    obs = venv.reset()
+    assert obs.shape == (4, 30) and obs.dtype == np.float32
+    actions = np.zeros((4, 7), dtype=np.float32)
+    venv.step(actions)
+    base = venv.env.unwrapped
+    twin = reach(4)  # the same run without the forced ends gives the terminal observations
+    twin.reset(seed=3)
+    twin.step(torch.zeros(4, 7))
+    expected, *_ = twin.step(torch.zeros(4, 7))
+    force_ends(base)
+    obs, rewards, dones, infos = venv.step(actions)
+    assert dones.tolist() == [True, True, False, False] and rewards.dtype == np.float32
+    np.testing.assert_array_equal(infos[0]["terminal_observation"], expected[0].numpy())
+    np.testing.assert_array_equal(infos[1]["terminal_observation"], expected[1].numpy())
+    assert infos[0]["TimeLimit.truncated"] is False and infos[1]["TimeLimit.truncated"] is True
+    assert infos[0]["episode"]["l"] == 2 and "is_success" in infos[1] and infos[2] == {}
+    assert not np.array_equal(obs[0], expected[0].numpy())  # already reset
+    assert venv.get_attr("max_episode_steps") == [100] * 4
+    assert venv.env_method("force_episode_end", torch.zeros(4, dtype=torch.bool), indices=[0]) == [None]
+    from stable_baselines3.common.monitor import Monitor
+
+    assert venv.env_is_wrapped(Monitor) == [True] * 4
+
+
+def test_sb3_ppo_learns_through_the_adapter_and_evaluates():
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    from envs.adapters.sb3 import Sb3VecEnv
+
+    venv = Sb3VecEnv(reach(16))
+    model = PPO("MlpPolicy", venv, n_steps=64, batch_size=256, n_epochs=2, seed=0, device="cpu")
+    model.learn(total_timesteps=3000)
+    mean, std = evaluate_policy(model, venv, n_eval_episodes=16, deterministic=True)
+    assert np.isfinite(mean) and model.num_timesteps >= 3000
+    assert len(model.ep_info_buffer) > 0  # the logger saw the episodes
+
+
+RSL_RL_CFG = {
+    "num_steps_per_env": 16,
+    "save_interval": 100,
+    "obs_groups": {"actor": ["policy"], "critic": ["policy"]},
+    "algorithm": {
+        "class_name": "PPO",
+        "num_learning_epochs": 2,
+        "num_mini_batches": 2,
+        "learning_rate": 1e-3,
+        "schedule": "adaptive",
+        "gamma": 0.98,
+        "lam": 0.95,
+        "entropy_coef": 0.003,
+    },
+    "actor": {
+        "class_name": "MLPModel",
+        "hidden_dims": [64, 64],
+        "activation": "elu",
+        "obs_normalization": True,
+        "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 0.6},
+    },
+    "critic": {
+        "class_name": "MLPModel",
+        "hidden_dims": [64, 64],
+        "activation": "elu",
+        "obs_normalization": True,
+    },
+}
+
+
+def test_rsl_rl_runner_trains_on_device_tensors(tmp_path):
+    pytest.importorskip("rsl_rl")
+    import copy
+
+    from rsl_rl.runners import OnPolicyRunner
+
+    from envs.adapters.rsl_rl import RslRlVecEnv
+
+    env = RslRlVecEnv(reach(32))
+    assert (
+        env.num_actions == 7
+        and env.max_episode_length == 100
+        and env.get_observations()["policy"].shape == (32, 30)
+    )
+    runner = OnPolicyRunner(env, copy.deepcopy(RSL_RL_CFG), log_dir=str(tmp_path), device=str(env.device))
+    runner.learn(num_learning_iterations=2, init_at_random_ep_len=True)
+    assert (env.episode_length_buf <= 100).all()
+    force_ends(env.base)
+    obs, rewards, dones, extras = env.step(torch.zeros(32, 7))
+    assert dones[:2].all() and extras["time_outs"].tolist()[:2] == [False, True]
+    assert obs["policy"].device == env.device and rewards.shape == (32,)
+
+
+def test_skrl_ppo_trains_through_the_adapter():
+    pytest.importorskip("skrl")
+    from skrl.agents.torch.ppo import PPO, PPO_CFG
+    from skrl.memories.torch import RandomMemory
+    from skrl.models.torch import DeterministicMixin, GaussianMixin, Model
+    from skrl.trainers.torch import SequentialTrainer
+
+    from envs.adapters.skrl import wrap
+
+    env = wrap(reach(16))
+
+    class Policy(GaussianMixin, Model):
+        def __init__(self, obs_space, act_space, device):
+            Model.__init__(self, observation_space=obs_space, action_space=act_space, device=device)
+            GaussianMixin.__init__(self, clip_actions=False)
+            self.net = torch.nn.Sequential(torch.nn.Linear(30, 64), torch.nn.ELU(), torch.nn.Linear(64, 7))
+            self.log_std = torch.nn.Parameter(torch.full((7,), -0.5))
+
+        def compute(self, inputs, role):
+            return self.net(inputs["observations"]), {"log_std": self.log_std}
+
+    class Value(DeterministicMixin, Model):
+        def __init__(self, obs_space, act_space, device):
+            Model.__init__(self, observation_space=obs_space, action_space=act_space, device=device)
+            DeterministicMixin.__init__(self)
+            self.net = torch.nn.Sequential(torch.nn.Linear(30, 64), torch.nn.ELU(), torch.nn.Linear(64, 1))
+
+        def compute(self, inputs, role):
+            return self.net(inputs["observations"]), {}
+
+    models = {
+        "policy": Policy(env.observation_space, env.action_space, env.device),
+        "value": Value(env.observation_space, env.action_space, env.device),
+    }
+    cfg = PPO_CFG(rollouts=16, learning_epochs=2, mini_batches=2)
+    cfg.experiment.write_interval = 0
+    cfg.experiment.checkpoint_interval = 0
+    memory = RandomMemory(memory_size=16, num_envs=env.num_envs, device=env.device)
+    agent = PPO(
+        models=models,
+        memory=memory,
+        cfg=cfg,
+        observation_space=env.observation_space,
+        action_space=env.action_space,
+        device=env.device,
+    )
+    trainer = SequentialTrainer(
+        env=env, agents=agent, cfg={"timesteps": 200, "headless": True, "disable_progressbar": True}
+    )
+    trainer.train()
+    import atexit
+
+    atexit.unregister(trainer.close_env)  # skrl closes the env at exit, after pytest closed its streams
+    obs, info = env.reset()
+    assert obs.shape == (16, 30) and obs.device == env.device
