@@ -169,11 +169,15 @@ def test_skrl_ppo_trains_through_the_adapter():
         device=env.device,
     )
     trainer = SequentialTrainer(
-        env=env, agents=agent, cfg={"timesteps": 200, "headless": True, "disable_progressbar": True}
+        env=env,
+        agents=agent,
+        cfg={
+            "timesteps": 200,
+            "headless": True,
+            "disable_progressbar": True,
+            "close_environment_at_exit": False,
+        },
     )
     trainer.train()
-    import atexit
-
-    atexit.unregister(trainer.close_env)  # skrl closes the env at exit, after pytest closed its streams
     obs, info = env.reset()
     assert obs.shape == (16, 30) and obs.device == env.device
