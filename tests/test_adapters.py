@@ -69,43 +69,11 @@ def test_sb3_ppo_learns_through_the_adapter_and_evaluates():
     assert len(model.ep_info_buffer) > 0  # the logger saw the episodes
 
 
-RSL_RL_CFG = {
-    "num_steps_per_env": 16,
-    "save_interval": 100,
-    "obs_groups": {"actor": ["policy"], "critic": ["policy"]},
-    "algorithm": {
-        "class_name": "PPO",
-        "num_learning_epochs": 2,
-        "num_mini_batches": 2,
-        "learning_rate": 1e-3,
-        "schedule": "adaptive",
-        "gamma": 0.98,
-        "lam": 0.95,
-        "entropy_coef": 0.003,
-    },
-    "actor": {
-        "class_name": "MLPModel",
-        "hidden_dims": [64, 64],
-        "activation": "elu",
-        "obs_normalization": True,
-        "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 0.6},
-    },
-    "critic": {
-        "class_name": "MLPModel",
-        "hidden_dims": [64, 64],
-        "activation": "elu",
-        "obs_normalization": True,
-    },
-}
-
-
 def test_rsl_rl_runner_trains_on_device_tensors(tmp_path):
     pytest.importorskip("rsl_rl")
-    import copy
-
     from rsl_rl.runners import OnPolicyRunner
 
-    from envs.adapters.rsl_rl import RslRlVecEnv
+    from envs.adapters.rsl_rl import RslRlVecEnv, runner_cfg
 
     env = RslRlVecEnv(reach(32))
     assert (
@@ -113,7 +81,7 @@ def test_rsl_rl_runner_trains_on_device_tensors(tmp_path):
         and env.max_episode_length == 100
         and env.get_observations()["policy"].shape == (32, 30)
     )
-    runner = OnPolicyRunner(env, copy.deepcopy(RSL_RL_CFG), log_dir=str(tmp_path), device=str(env.device))
+    runner = OnPolicyRunner(env, runner_cfg(), log_dir=str(tmp_path), device=str(env.device))
     runner.learn(num_learning_iterations=2, init_at_random_ep_len=True)
     assert (env.episode_length_buf <= 100).all()
     force_ends(env.base)

@@ -17,7 +17,7 @@ from gymnasium.vector import AutoresetMode
 from rsl_rl.env import VecEnv
 from tensordict import TensorDict
 
-__all__ = ["RslRlVecEnv"]
+__all__ = ["RslRlVecEnv", "runner_cfg"]
 
 
 class RslRlVecEnv(VecEnv):
@@ -65,3 +65,33 @@ class RslRlVecEnv(VecEnv):
 
     def close(self) -> None:
         self.env.close()
+
+
+def runner_cfg(num_steps: int = 16) -> dict:
+    """A complete rsl_rl 5.x ``OnPolicyRunner`` config for the warpgym tasks: PPO with the adaptive
+    learning rate, MLP actor and critic with observation normalization, and the one observation group
+    (``"policy"``) feeding both."""
+    mlp = {
+        "class_name": "MLPModel",
+        "hidden_dims": [256, 128, 64],
+        "activation": "elu",
+        "obs_normalization": True,
+    }
+    return {
+        "num_steps_per_env": num_steps,
+        "save_interval": 50,
+        "obs_groups": {"actor": ["policy"], "critic": ["policy"]},
+        "algorithm": {
+            "class_name": "PPO",
+            "num_learning_epochs": 5,
+            "num_mini_batches": 4,
+            "learning_rate": 1e-3,
+            "schedule": "adaptive",
+            "desired_kl": 0.01,
+            "gamma": 0.98,
+            "lam": 0.95,
+            "entropy_coef": 0.003,
+        },
+        "actor": {**mlp, "distribution_cfg": {"class_name": "GaussianDistribution", "init_std": 0.6}},
+        "critic": mlp,
+    }
