@@ -34,6 +34,7 @@ import sim_core as sc
 
 from .config import config_path, from_dict, merge, read_toml
 from .franka import N_ARM, ArmConfig, FrankaArm, SimConfig
+from .render import Marker, RenderConfig
 from .vector_env import WarpVectorEnv, masked_assign
 
 __all__ = ["FrankaReachEnv", "ReachConfig", "ReachRewardConfig", "ObsNoiseConfig"]
@@ -67,6 +68,7 @@ class ReachConfig:
     arm: ArmConfig
     obs_noise: ObsNoiseConfig
     reward: ReachRewardConfig
+    render: RenderConfig
 
 
 def load_reach_config(config: str = "franka_reach", overrides: dict[str, Any] | None = None) -> ReachConfig:
@@ -139,11 +141,12 @@ class FrankaReachEnv(WarpVectorEnv):
         num_envs, device, autoreset_mode, seed, validate_actions: see ``WarpVectorEnv``.
         max_episode_steps, control_mode: override the config's values when given.
         config: a config name in ``configs/`` or a path to a TOML file with an ``[env]`` table.
-        render_mode: none is implemented yet (``None`` only).
+        render_mode: ``None`` or ``"rgb_array"`` (``render()`` draws the arm, the floor and the target).
+        render_envs_idx: envs drawn by ``render()`` (default: env 0); several are laid out on a grid.
         **overrides: config keys to override, tables as dicts: ``reward={"success_bonus": 5.0}``.
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["rgb_array"]}
     step_noise_dim = 2 * N_ARM
 
     def __init__(
@@ -158,10 +161,9 @@ class FrankaReachEnv(WarpVectorEnv):
         config: str = "franka_reach",
         validate_actions: bool = True,
         render_mode: str | None = None,
+        render_envs_idx: list[int] | None = None,
         **overrides: Any,
     ):
-        if render_mode is not None:
-            raise ValueError(f"render_mode: FrankaReach renders nothing yet; got {render_mode!r}")
         if max_episode_steps is not None:
             overrides["max_episode_steps"] = max_episode_steps
         if control_mode is not None:
@@ -176,7 +178,7 @@ class FrankaReachEnv(WarpVectorEnv):
             validate_actions=validate_actions,
         )
         self.cfg = cfg
-        self.render_mode = None
+        self._set_render(render_mode, render_envs_idx, cfg.render, cfg.sim.dt * cfg.sim.decimation)
         self.reset_noise_dim = N_ARM + 3
         self.scene = sc.Scene(
             sim_options=sc.SimOptions(dt=cfg.sim.dt, substeps=cfg.sim.substeps),
@@ -227,6 +229,9 @@ class FrankaReachEnv(WarpVectorEnv):
             wp.from_torch(self._weights),
             cfg.success_threshold,
         ]
+
+    def _render_markers(self) -> list[Marker]:
+        return [Marker(self.target_pos, 0.02, (0.9, 0.15, 0.15, 0.8))]
 
     def _reset_envs(self, mask: torch.Tensor, noise: torch.Tensor) -> None:
         self.arm.reset(mask, noise[:, :N_ARM])

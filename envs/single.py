@@ -52,6 +52,10 @@ class SingleEnv(gym.Env):
         obs, reward, terminated, truncated, info = self.vector_env.step(a.reshape(1, -1))
         return _np(obs[0]), float(reward[0]), bool(terminated[0]), bool(truncated[0]), _single_info(info)
 
+    def render(self):
+        """The env's image, ``(H, W, 3)`` uint8, with ``render_mode="rgb_array"``."""
+        return self.vector_env.render()
+
     def close(self) -> None:
         self.vector_env.close()
 

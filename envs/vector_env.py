@@ -36,6 +36,7 @@ from gymnasium.vector.utils import batch_space
 
 import sim_core as sc
 
+from .render import Marker, RenderConfig, SceneRenderer
 from .rng import EnvRNG
 
 __all__ = ["WarpVectorEnv", "resolve_device", "masked_assign"]
@@ -93,7 +94,7 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         validate_actions: check actions for NaN/inf in ``step`` (one device read per step on CUDA).
     """
 
-    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["rgb_array"]}
 
     def __init__(
         self,
@@ -254,7 +255,42 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         mask = self._check_mask(mask, name="mask")
         self._forced.masked_fill_(mask, 1 if terminated else 2)
 
+    # ---- rendering ----------------------------------------------------------------------------
+    render_cfg: RenderConfig | None = None  # set by tasks that render
+    render_envs_idx: list[int] = [0]  # which envs ``render()`` draws (on the env_spacing grid)
+
+    def _set_render(
+        self, render_mode: str | None, render_envs_idx, cfg: RenderConfig, control_dt: float
+    ) -> None:
+        """Validate the render options a task was given (nothing is created until ``render()``)."""
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode: expected None or 'rgb_array', got {render_mode!r}")
+        self.render_mode, self.render_cfg = render_mode, cfg
+        self.metadata = {**self.metadata, "render_fps": round(1.0 / control_dt)}
+        if render_envs_idx is not None:
+            idx = [int(i) for i in render_envs_idx]
+            if not idx or min(idx) < 0 or max(idx) >= self.num_envs:
+                raise ValueError(f"render_envs_idx: expected indices in [0, {self.num_envs - 1}], got {idx}")
+            self.render_envs_idx = idx
+        self._renderer = None
+
+    def _render_markers(self) -> list[Marker]:
+        """Task markers (targets, goals) drawn by ``render()``; none by default."""
+        return []
+
+    def render(self):
+        """``(H, W, 3)`` uint8 image of the envs in ``render_envs_idx`` (``render_mode="rgb_array"``),
+        laid out on the ``env_spacing`` grid; ``None`` without a render mode, as in Gymnasium."""
+        if self.render_mode is None:
+            return None
+        if self._renderer is None:
+            self._renderer = SceneRenderer(self.scene, self.render_cfg)
+        return self._renderer.render(self.render_envs_idx, self._render_markers())
+
     def close_extras(self, **kwargs) -> None:
+        if getattr(self, "_renderer", None) is not None:
+            self._renderer.close()
+            self._renderer = None
         self.scene = None
 
     # ---- helpers ----------------------------------------------------------------------------

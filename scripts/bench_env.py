@@ -56,6 +56,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--panda-steps", type=int, default=2000, help="vector steps of the panda-gym run")
     p.add_argument("--no-adapters", action="store_true", help="skip the SB3 / rsl_rl / skrl adapter rows")
     p.add_argument("--json", default=None, help="also write the results here")
+    p.add_argument("--png", default="bench_env.png", help="plot file ('' for none)")
     return p.parse_args(argv)
 
 
@@ -204,6 +205,19 @@ def main(argv=None) -> None:
         workers = args.panda_workers
         print(f"panda-gym PandaReach-v3, AsyncVectorEnv with {workers} workers: {panda:,.0f} env-steps/s")
     print(f"device {sc.device}; control steps at 1/{load_reach_config().sim.decimation} of the physics rate")
+    if args.png:
+        from _plots import throughput_png
+
+        names = {
+            "env": "FrankaReach (native)",
+            "raw": "raw scene.step",
+            **{a: f"via {a} adapter" for a in adapters},
+        }
+        series = {label: [r[key] for r in rows] for key, label in names.items()}
+        hlines = {f"panda-gym PandaReach-v3 ({args.panda_workers} workers)": panda} if panda else None
+        throughput_png(
+            args.png, [r["n_envs"] for r in rows], series, f"FrankaReach env layer, {sc.device}", hlines
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": str(sc.device), "rows": rows, "panda_gym": panda}, f, indent=2)

@@ -130,6 +130,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", type=str, default=None, help="also write the results to this file")
+    p.add_argument("--png", type=str, default="bench_sim.png", help="plot file ('' for none)")
     args = p.parse_args(argv)
     if any(n < 1 for n in args.n_envs):
         p.error("--n-envs values must be >= 1")
@@ -421,6 +422,19 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{r.n_envs:>8} | {fmt_rate(r.sim_env_steps_per_s):>20} | "
             f"{fmt_rate(r.mj_env_steps_per_s):>20} | {r.ratio:5.2f}x"
+        )
+
+    if args.png:
+        from _plots import throughput_png
+
+        throughput_png(
+            args.png,
+            [r.n_envs for r in results],
+            {
+                "sim_core": [r.sim_env_steps_per_s for r in results],
+                "MuJoCo C": [r.mj_env_steps_per_s for r in results],
+            },
+            f"Franka Panda step, {args.device} (MuJoCo: {args.mj_nthread} thread)",
         )
 
     compile_res: dict[str, dict[str, float]] | None = None

@@ -63,6 +63,7 @@ def compile_scene(
     scene.option.timestep = timestep
     scene.option.gravity = list(gravity)
     scene.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    _add_appearance(scene)
     counts = []
     for i, morph in enumerate(entity_morphs):
         spec = _entity_spec(morph)
@@ -73,6 +74,7 @@ def compile_scene(
             geom.size = [0.0, 0.0, 1.0]
             geom.pos = list(morph.pos)
             geom.quat = list(morph.quat)
+            geom.material = "sim_core/floor"
             counts.append((0, 0))
             continue
         for field in _OPTION_FIELDS:  # the scene's options win; copying them avoids attach conflicts
@@ -92,6 +94,35 @@ def compile_scene(
         _check_supported(mjm, ranges[i], morph)
     _check_scene_options(mjm)
     return mjm, ranges
+
+
+def _add_appearance(scene: mujoco.MjSpec) -> None:
+    """Visual-only elements for pictures: a sky gradient, a checkered floor material, two lights.
+    (Lights, textures and materials take no part in the physics.)"""
+    sky = scene.add_texture()
+    sky.name, sky.type, sky.builtin = (
+        "sim_core/sky",
+        mujoco.mjtTexture.mjTEXTURE_SKYBOX,
+        mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
+    )
+    sky.rgb1, sky.rgb2, sky.width, sky.height = [0.55, 0.68, 0.82], [0.12, 0.14, 0.18], 256, 1536
+    grid = scene.add_texture()
+    grid.name, grid.type, grid.builtin = (
+        "sim_core/grid",
+        mujoco.mjtTexture.mjTEXTURE_2D,
+        mujoco.mjtBuiltin.mjBUILTIN_CHECKER,
+    )
+    grid.rgb1, grid.rgb2, grid.width, grid.height = [0.66, 0.69, 0.73], [0.56, 0.59, 0.64], 512, 512
+    floor = scene.add_material()
+    floor.name, floor.texrepeat, floor.reflectance = "sim_core/floor", [8.0, 8.0], 0.05
+    floor.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "sim_core/grid"
+    scene.visual.headlight.ambient = [0.35, 0.35, 0.35]
+    scene.visual.headlight.diffuse = [0.45, 0.45, 0.45]
+    for pos, direction in (([0.0, 0.0, 4.0], [0.0, 0.0, -1.0]), ([2.0, -2.0, 3.0], [-0.5, 0.5, -0.7])):
+        light = scene.worldbody.add_light()
+        light.pos, light.dir = pos, direction
+        light.diffuse, light.specular = [0.6, 0.6, 0.6], [0.15, 0.15, 0.15]
+        light.castshadow = pos[2] > 3.5
 
 
 def _name(mjm: mujoco.MjModel, obj: mujoco.mjtObj, i: int) -> str:

@@ -103,16 +103,35 @@ def _run(args, **kw):
 
 def test_cli_train_resume_play(tmp_path):
     small = ["--num-envs", "32", "--device", "cpu", "train.ppo.num_steps=8", "train.save_every=1"]
-    _run(["-m", "training", "train", "--max-iterations", "2", "--logdir", str(tmp_path), *small])
+    _run(
+        [
+            "-m",
+            "training",
+            "train",
+            "--max-iterations",
+            "2",
+            "--video-every",
+            "2",
+            "--logdir",
+            str(tmp_path),
+            *small,
+        ]
+    )
     ckpt = tmp_path / "checkpoints" / "last.pt"
     assert (tmp_path / "checkpoints" / "model_000002.pt").is_file() and ckpt.is_file()
     assert list(tmp_path.glob("events.out.tfevents.*")) and (tmp_path / "config.json").is_file()
     _run(["-m", "training", "train", "--resume", str(ckpt), "--max-iterations", "3", "--logdir", str(tmp_path)])
     state = torch.load(ckpt, weights_only=False)
     assert state["iteration"] == 3 and state["env_steps"] == 3 * 32 * 8
-    out = _run(["-m", "training", "play", "--checkpoint", str(ckpt), "--episodes", "8", "--device", "cpu"])
+    video = tmp_path / "play.mp4"
+    play_args = ["--checkpoint", str(ckpt), "--episodes", "8", "--device", "cpu", "--video", str(video)]
+    out = _run(["-m", "training", "play", *play_args])
     result = json.loads(out.strip().splitlines()[-1])
-    assert result["episodes"] == 8 and 0.0 <= result["success_rate"] <= 1.0
+    assert result["episodes"] == 8 and 0.0 <= result["success_rate"] <= 1.0 and video.stat().st_size > 0
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path), size_guidance={"images": 0}).Reload()
+    assert "videos/policy" in events.Tags()["images"] and "losses/approx_kl" in events.Tags()["scalars"]
     assert play(str(ckpt), episodes=4, num_envs=2)["episodes"] == 4
 
 

@@ -26,7 +26,8 @@ from .config import RunSpec, TrainConfig, load_run_spec, parse_overrides
 from .evaluate import evaluate
 from .models import ActorCritic
 from .normalizer import ObsNormalizer
-from .runner import Runner, make_env
+from .runner import Runner, make_env, make_video_env
+from .video import rollout_frames, write_video
 
 __all__ = ["main", "play"]
 
@@ -47,6 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     stop.add_argument("--max-time", type=float, default=None, help="minutes of wall-clock")
     t.add_argument("--logdir", default=None, help="run directory (default: runs/<task>_<time>)")
     t.add_argument("--resume", default=None, help="checkpoint to continue from")
+    t.add_argument("--video-every", type=int, default=None, help="iterations between TensorBoard videos")
     t.add_argument("overrides", nargs="*", help="key=value config overrides")
     q = sub.add_parser("play", help="run a checkpoint's deterministic policy on fresh episodes")
     q.add_argument("--checkpoint", required=True)
@@ -54,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--episodes", type=int, default=100)
     q.add_argument("--device", default=None)
     q.add_argument("--seed", type=int, default=12345, help="seed of the evaluation episodes")
+    q.add_argument("--video", default=None, help="also write a video of the policy here (e.g. out.mp4)")
+    q.add_argument("--video-envs", type=int, default=4, help="envs shown side by side in the video")
     return p
 
 
@@ -70,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
                 episodes=args.episodes,
                 device=args.device,
                 seed=args.seed,
+                video=args.video,
+                video_envs=args.video_envs,
             )
             print(json.dumps(result))
             return 0
@@ -103,7 +109,7 @@ def train(args) -> int:
             if args.logdir
             else Path("runs") / f"{spec.task.split('/')[-1]}_{time.strftime('%Y%m%d-%H%M%S')}"
         )
-        runner = Runner(spec, ctx, logdir if ctx.is_main else None)
+        runner = Runner(spec, ctx, logdir if ctx.is_main else None, video_every=args.video_every)
         if ckpt is not None:
             runner.load_state_dict(ckpt)
         if ctx.is_main:
@@ -133,9 +139,12 @@ def play(
     episodes: int = 100,
     device: str | None = None,
     seed: int = 12345,
+    video: str | None = None,
+    video_envs: int = 4,
 ) -> dict:
     """Success rate and mean return of the checkpoint's deterministic policy (the Gaussian's mean) over
-    ``episodes`` fresh episodes (see ``evaluate``)."""
+    ``episodes`` fresh episodes (see ``evaluate``); with ``video``, also a video of ``video_envs`` envs
+    side by side for one episode."""
     ckpt = torch.load(checkpoint, map_location="cpu", weights_only=False)
     saved = ckpt["spec"]
     train_cfg = from_dict(TrainConfig, saved["train"], "train")
@@ -148,4 +157,14 @@ def play(
     normalizer = ObsNormalizer(obs_dim).to(ctx.device)
     normalizer.load_state_dict(ckpt["normalizer"])
     normalize = train_cfg.ppo.normalize_obs
-    return evaluate(lambda o: model.actor(normalizer(o) if normalize else o), env, episodes, seed)
+
+    def policy(o: torch.Tensor) -> torch.Tensor:
+        return model.actor(normalizer(o) if normalize else o)
+
+    result = evaluate(policy, env, episodes, seed)
+    if video is not None:
+        venv = make_video_env(spec, ctx.device, video_envs, seed)
+        frames = rollout_frames(policy, venv, venv.unwrapped.max_episode_steps, seed)
+        write_video(video, frames, venv.metadata["render_fps"])
+        result["video"] = str(video)
+    return result

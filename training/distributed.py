@@ -56,7 +56,10 @@ def setup(device: str | None) -> Context:
 
 
 def teardown() -> None:
+    """Leave the process group together: a rank that tears its connections down while another is
+    still in a collective makes gloo abort that rank."""
     if is_distributed():
+        dist.barrier()
         dist.destroy_process_group()
 
 

@@ -29,8 +29,9 @@ from .models import ActorCritic, gaussian_log_prob
 from .normalizer import ObsNormalizer
 from .ppo import PPO
 from .storage import RolloutStorage, bootstrap_truncated, gae
+from .video import add_video_to_tensorboard, rollout_frames
 
-__all__ = ["Runner", "make_env", "save_atomic"]
+__all__ = ["Runner", "make_env", "make_video_env", "save_atomic"]
 
 _STATS = ("return_sum", "length_sum", "success_sum", "episodes")
 
@@ -40,6 +41,23 @@ def make_env(spec: RunSpec, num_envs: int, device: torch.device, seed: int, **kw
     env_kw = {**spec.env_overrides, **kw}
     return gym.make_vec(
         spec.task, num_envs=num_envs, device=device, seed=seed, config=spec.config_file, **env_kw
+    )
+
+
+def make_video_env(
+    spec: RunSpec, device: torch.device, n: int, seed: int, size=(320, 240)
+) -> gym.vector.VectorEnv:
+    """``n`` envs drawn side by side, autoreset off, for short policy videos."""
+    w, h = size
+    return make_env(
+        spec,
+        n,
+        device,
+        seed,
+        autoreset_mode=AutoresetMode.DISABLED,
+        render_mode="rgb_array",
+        render_envs_idx=list(range(n)),
+        render={**spec.env_overrides.get("render", {}), "width": w, "height": h},
     )
 
 
@@ -54,7 +72,9 @@ def save_atomic(obj: Any, path: Path) -> None:
 class Runner:
     """PPO on one vector env per process; under torchrun the policy is wrapped in DDP."""
 
-    def __init__(self, spec: RunSpec, ctx: distributed.Context, logdir: Path | None):
+    def __init__(
+        self, spec: RunSpec, ctx: distributed.Context, logdir: Path | None, *, video_every: int | None = None
+    ):
         self.spec, self.ctx, self.cfg = spec, ctx, spec.train
         self.device = ctx.device
         seed = self.cfg.seed
@@ -83,6 +103,8 @@ class Runner:
         self._obs, _ = self.env.reset(seed=seed + ctx.rank)
         self._stats = torch.zeros(len(_STATS), device=self.device)
         self._zeros = torch.zeros(self.cfg.num_envs, device=self.device)
+        self.video_every = video_every
+        self._video_env = None
 
     def policy(self, obs: torch.Tensor) -> torch.Tensor:
         """The deterministic policy: the Gaussian's mean on (normalized) observations."""
@@ -142,6 +164,18 @@ class Runner:
         self._log(losses, t1 - t0, t2 - t1, elapsed_before + t2 - t0, total, max_time_s)
         if self.iteration % self.cfg.save_every == 0:
             self.save()
+        if self.video_every and self.logger is not None and self.iteration % self.video_every == 0:
+            self._video()
+
+    def _video(self) -> None:
+        """A short deterministic rollout of 4 envs into TensorBoard (``--video-every``)."""
+        if self._video_env is None:
+            self._video_env = make_video_env(self.spec, self.device, 4, seed=777)
+        env = self._video_env
+        frames = rollout_frames(self.policy, env, env.unwrapped.max_episode_steps, seed=777 + self.iteration)
+        add_video_to_tensorboard(
+            self.logger.writer, "videos/policy", frames, self.env_steps, env.metadata["render_fps"]
+        )
 
     def train(self, max_iterations: int | None = None, max_time_s: float | None = None) -> None:
         """Train until ``max_iterations`` (total, counting resumed ones; default: the config's) or, when

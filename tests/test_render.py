@@ -1,0 +1,96 @@
+"""Rendering through MuJoCo's renderer (OSMesa on the CPU here), videos, and Gymnasium's RecordVideo."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import envs
+from envs.render import RenderUnavailableError
+from training.video import rollout_frames, write_video
+
+REACH = "WarpGym/FrankaReach-v0"
+SMALL = {"render": {"width": 160, "height": 120}}
+
+
+def reach(n=2, **kw):
+    env = gym.make_vec(REACH, num_envs=n, render_mode="rgb_array", **{**SMALL, **kw})
+    env.reset(seed=0)
+    try:
+        env.render()
+    except RenderUnavailableError as e:  # only where the system's OpenGL library is missing
+        pytest.skip(str(e))
+    return env
+
+
+def test_image_shape_dtype_and_it_follows_the_arm():
+    env = reach()
+    before = env.render()
+    assert before.shape == (120, 160, 3) and before.dtype == np.uint8 and before.std() > 5
+    arm = env.unwrapped.arm.entity
+    q = arm.get_dofs_position().clone()
+    q[:, 0] += 1.0
+    arm.set_dofs_position(q)
+    after = env.render()
+    assert (np.abs(after.astype(int) - before.astype(int)).sum(-1) > 30).sum() > 100
+
+
+def test_two_envs_in_different_states_render_differently():
+    env = reach()
+    u = env.unwrapped
+    u.render_envs_idx = [0]
+    first = env.render()
+    u.render_envs_idx = [1]
+    second = env.render()
+    assert not np.array_equal(first, second)
+    u.render_envs_idx = [0, 1]
+    assert env.render().shape == (120, 160, 3)
+
+
+def test_the_target_marker_is_drawn_in_red():
+    env = reach(1, render={"width": 320, "height": 240})
+    u = env.unwrapped
+    with_marker = env.render().astype(int)
+    saved = u.target_pos.clone()
+    u.target_pos.copy_(torch.tensor([[0.0, 0.0, -50.0]]))  # far below the floor: not drawn
+    without = env.render().astype(int)
+    u.target_pos.copy_(saved)
+    changed = np.abs(with_marker - without).sum(-1) > 30
+    assert 5 < changed.sum() < 2000  # a small blob
+    r, g, b = (with_marker[changed][:, k] for k in range(3))
+    assert ((r > g) & (r > b)).mean() > 0.9 and (r - np.maximum(g, b)).mean() > 50  # red, edges blended
+
+
+def test_bad_render_options_are_errors():
+    with pytest.raises(ValueError, match="render_mode"):
+        gym.make_vec(REACH, num_envs=2, render_mode="human")
+    with pytest.raises(ValueError, match="render_envs_idx"):
+        gym.make_vec(REACH, num_envs=2, render_mode="rgb_array", render_envs_idx=[5])
+    assert gym.make_vec(REACH, num_envs=2).render() is None
+
+
+def test_video_file_round_trip(tmp_path):
+    imageio = pytest.importorskip("imageio.v2")
+    env = reach(2, autoreset_mode="Disabled", render_envs_idx=[0, 1])
+    frames = rollout_frames(lambda obs: torch.zeros(obs.shape[0], 7), env, steps=9, seed=1)
+    assert len(frames) == 10
+    path = tmp_path / "policy.mp4"
+    write_video(path, frames, fps=env.metadata["render_fps"])
+    read = imageio.mimread(str(path))
+    assert len(read) == 10 and read[0].shape == (120, 160, 3)
+
+
+def test_gymnasium_record_video_on_the_single_env_view(tmp_path):
+    pytest.importorskip("moviepy")
+    reach(1)  # skips without OpenGL
+    env = gym.make(REACH, render_mode="rgb_array", max_episode_steps=5, **SMALL)
+    folder = tmp_path / "videos"
+    env = gym.wrappers.RecordVideo(env, str(folder), episode_trigger=lambda e: True, disable_logger=True)
+    env.reset(seed=0)
+    done = False
+    while not done:
+        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        done = terminated or truncated
+    env.close()
+    assert list(folder.glob("*.mp4"))
+    assert envs.TASKS  # every registered task renders: FrankaReach is the one today
