@@ -78,14 +78,6 @@ class FrankaArm:
         self.joint_targets = self.default_q.repeat(num_envs, 1)  # (num_envs, 7) arm position targets
 
     # ---- state ----------------------------------------------------------------------------------
-    def joint_pos(self) -> torch.Tensor:
-        """(num_envs, 7) arm joint angles, rad."""
-        return self.entity.get_dofs_position(self.arm_dofs)
-
-    def joint_vel(self) -> torch.Tensor:
-        """(num_envs, 7) arm joint velocities, rad/s."""
-        return self.entity.get_dofs_velocity(self.arm_dofs)
-
     def ee_pos(self) -> torch.Tensor:
         """(num_envs, 3) end-effector point in the env's frame (the arm's base is the origin), m."""
         return self.hand.get_pos() + quat_rotate(self.hand.get_quat(), self.ee_offset)

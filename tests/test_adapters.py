@@ -94,36 +94,13 @@ def test_skrl_ppo_trains_through_the_adapter():
     pytest.importorskip("skrl")
     from skrl.agents.torch.ppo import PPO, PPO_CFG
     from skrl.memories.torch import RandomMemory
-    from skrl.models.torch import DeterministicMixin, GaussianMixin, Model
     from skrl.trainers.torch import SequentialTrainer
 
-    from envs.adapters.skrl import wrap
+    from envs.adapters.skrl import default_models, wrap
 
     env = wrap(reach(16))
 
-    class Policy(GaussianMixin, Model):
-        def __init__(self, obs_space, act_space, device):
-            Model.__init__(self, observation_space=obs_space, action_space=act_space, device=device)
-            GaussianMixin.__init__(self, clip_actions=False)
-            self.net = torch.nn.Sequential(torch.nn.Linear(30, 64), torch.nn.ELU(), torch.nn.Linear(64, 7))
-            self.log_std = torch.nn.Parameter(torch.full((7,), -0.5))
-
-        def compute(self, inputs, role):
-            return self.net(inputs["observations"]), {"log_std": self.log_std}
-
-    class Value(DeterministicMixin, Model):
-        def __init__(self, obs_space, act_space, device):
-            Model.__init__(self, observation_space=obs_space, action_space=act_space, device=device)
-            DeterministicMixin.__init__(self)
-            self.net = torch.nn.Sequential(torch.nn.Linear(30, 64), torch.nn.ELU(), torch.nn.Linear(64, 1))
-
-        def compute(self, inputs, role):
-            return self.net(inputs["observations"]), {}
-
-    models = {
-        "policy": Policy(env.observation_space, env.action_space, env.device),
-        "value": Value(env.observation_space, env.action_space, env.device),
-    }
+    models = default_models(env, hidden=(64,))
     cfg = PPO_CFG(rollouts=16, learning_epochs=2, mini_batches=2)
     cfg.experiment.write_interval = 0
     cfg.experiment.checkpoint_interval = 0

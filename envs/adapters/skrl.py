@@ -16,8 +16,9 @@ import gymnasium as gym
 import torch
 from gymnasium.vector import AutoresetMode
 from skrl.envs.wrappers.torch.base import Wrapper
+from skrl.models.torch import DeterministicMixin, GaussianMixin, Model
 
-__all__ = ["wrap", "SkrlVecEnv"]
+__all__ = ["wrap", "SkrlVecEnv", "default_models"]
 
 
 class SkrlVecEnv(Wrapper):
@@ -62,3 +63,40 @@ class SkrlVecEnv(Wrapper):
 def wrap(env: gym.vector.VectorEnv) -> SkrlVecEnv:
     """``wrap(gymnasium.make_vec("WarpGym/FrankaReach-v0", num_envs=1024))`` for skrl's agents and trainers."""
     return SkrlVecEnv(env)
+
+
+def _mlp(n_in: int, hidden: tuple[int, ...], n_out: int) -> torch.nn.Sequential:
+    layers: list[torch.nn.Module] = []
+    for a, b in zip((n_in, *hidden), hidden, strict=False):
+        layers += [torch.nn.Linear(a, b), torch.nn.ELU()]
+    return torch.nn.Sequential(*layers, torch.nn.Linear(hidden[-1] if hidden else n_in, n_out))
+
+
+class _Policy(GaussianMixin, Model):
+    def __init__(self, observation_space, action_space, device, hidden):
+        Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
+        GaussianMixin.__init__(self, clip_actions=False)
+        self.net = _mlp(self.num_observations, hidden, self.num_actions)
+        self.log_std = torch.nn.Parameter(torch.full((self.num_actions,), -0.5))
+
+    def compute(self, inputs, role):
+        return self.net(inputs["observations"]), {"log_std": self.log_std}
+
+
+class _Value(DeterministicMixin, Model):
+    def __init__(self, observation_space, action_space, device, hidden):
+        Model.__init__(self, observation_space=observation_space, action_space=action_space, device=device)
+        DeterministicMixin.__init__(self)
+        self.net = _mlp(self.num_observations, hidden, 1)
+
+    def compute(self, inputs, role):
+        return self.net(inputs["observations"]), {}
+
+
+def default_models(env: SkrlVecEnv, hidden: tuple[int, ...] = (256, 128, 64)) -> dict[str, Model]:
+    """skrl PPO models for a wrapped env: a Gaussian MLP policy with a learned state-independent log
+    std and an MLP value function (ELU), on the env's device."""
+    return {
+        "policy": _Policy(env.observation_space, env.action_space, env.device, hidden),
+        "value": _Value(env.observation_space, env.action_space, env.device, hidden),
+    }
