@@ -177,3 +177,12 @@ def test_ctrl_c_saves_a_checkpoint(tmp_path):
     assert proc.returncode == 130
     state = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=False)
     assert state["iteration"] >= 1
+
+
+def test_a_diverged_policy_stops_training_with_a_clear_error():
+    sys.path.insert(0, str(Path(__file__).parent))
+    runner = Runner(load_run_spec("Test/Point-v0", config=str(ASSETS / "point.toml")), _ctx(), None)
+    with torch.no_grad():
+        runner.module.actor[0].weight.fill_(float("nan"))
+    with pytest.raises(RuntimeError, match="diverged"):
+        runner.iterate()

@@ -78,7 +78,9 @@ class Runner:
         self.spec, self.ctx, self.cfg = spec, ctx, spec.train
         self.device = ctx.device
         seed = self.cfg.seed
-        self.env = make_env(spec, self.cfg.num_envs, self.device, seed + ctx.rank)
+        # actions come from the policy: no per-step NaN check (a device sync on GPUs); a diverged
+        # policy is caught once per iteration from the losses instead (see _log)
+        self.env = make_env(spec, self.cfg.num_envs, self.device, seed + ctx.rank, validate_actions=False)
         if self.env.metadata["autoreset_mode"] != AutoresetMode.SAME_STEP:
             raise ValueError("the trainer needs an env in SAME_STEP autoreset mode")
         obs_dim = self.env.single_observation_space.shape[0]
@@ -209,6 +211,9 @@ class Runner:
         stats = distributed.all_reduce_sum(self._stats.clone())
         self._stats.zero_()
         values = torch.cat([stats, torch.stack(list(losses.values())), self.ppo.lr.reshape(1)]).tolist()
+        bad = [k for k, v in zip(losses, values[4:-1], strict=True) if not math.isfinite(v)]
+        if bad:
+            raise RuntimeError(f"training diverged at iteration {self.iteration}: non-finite {bad}")
         if self.logger is None:
             return
         r_sum, l_sum, s_sum, n = values[:4]
