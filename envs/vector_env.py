@@ -90,7 +90,7 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         device: "cpu", "cuda" or "cuda:N" (None: see ``resolve_device``).
         max_episode_steps: time limit in control steps; reaching it is a truncation.
         autoreset_mode: an ``AutoresetMode`` or its string value.
-        seed: seed of the per-env random streams (``reset(seed=...)`` reseeds).
+        seed: seed of the per-env random streams (``reset(seed=...)`` reseeds); None: fresh entropy.
         validate_actions: check actions for NaN/inf in ``step`` (one device read per step on CUDA).
     """
 
@@ -123,7 +123,9 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         self.autoreset_mode = mode
         self.metadata = {**type(self).metadata, "autoreset_mode": mode}
         self.validate_actions = validate_actions
-        self.rng = EnvRNG(self.num_envs, self.device, 0 if seed is None else seed)
+        if seed is None:  # as Gymnasium: unseeded means fresh entropy; pass a seed to repeat a run
+            seed = int(np.random.SeedSequence().entropy % (2**62))
+        self.rng = EnvRNG(self.num_envs, self.device, seed)
         n, dev = self.num_envs, self.device
         self.episode_length = torch.zeros(n, dtype=torch.int32, device=dev)  # control steps so far
         self.episode_return = torch.zeros(n, dtype=torch.float32, device=dev)
