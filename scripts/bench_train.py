@@ -7,7 +7,8 @@ Gaussian's mean) runs ``--episodes`` fresh episodes (one per env, autoreset disa
 used in training); the evaluation's own time is not counted as training time. The run stops at
 ``--max-time`` minutes of training or, with ``--stop-at-target`` (default), after two evaluations at
 or above ``--target``. It prints a table (training seconds, env-steps, success, mean return), the
-time the target was first reached, and saves the curve as a PNG if matplotlib is installed.
+time the target was first reached, the env-steps/s of the training rollouts next to the same env
+stepped bare with random actions, and saves the curve as a PNG if matplotlib is installed.
 
 ``--matching`` switches to the set-up panda-gym's PandaReach-v3 uses (end-effector control, 5 cm
 success threshold), for the comparison with Stable-Baselines3 PPO on it.
@@ -80,6 +81,12 @@ def main(argv=None) -> None:
             if args.stop_at_target and hits >= 2:
                 break
     runner.finish()
+    rollout_rate = runner.env_steps / runner.rollout_seconds
+    bare_rate = _bare_env_rate(spec, ctx.device)
+    print(
+        f"\nrollout env-steps/s during training {rollout_rate:,.0f}; the bare env with random actions "
+        f"{bare_rate:,.0f} at {spec.train.num_envs} envs: {rollout_rate / bare_rate:.2f}x"
+    )
     print(f"\n{'train s':>8} {'env-steps':>12} {'success':>8} {'return':>8}")
     for r in rows:
         print(f"{r['seconds']:8.1f} {r['env_steps']:12,d} {r['success_rate']:8.3f} {r['mean_return']:8.2f}")
@@ -93,6 +100,24 @@ def main(argv=None) -> None:
     _plot(rows, args, spec.task)
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "reached": reached}, indent=2))
+
+
+def _bare_env_rate(spec, device, steps: int = 100) -> float:
+    """Env-steps/s of the same env stepped with random actions and nothing else, in this process."""
+    import torch
+
+    import sim_core as sc
+
+    env = make_env(spec, spec.train.num_envs, device, seed=5)
+    env.reset(seed=5)
+    dim = env.single_action_space.shape[0]
+    env.step(torch.rand(env.num_envs, dim, device=device) * 2 - 1)
+    sc.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        env.step(torch.rand(env.num_envs, dim, device=device) * 2 - 1)
+    sc.synchronize()
+    return steps * env.num_envs / (time.perf_counter() - t0)
 
 
 def _plot(rows, args, task) -> None:

@@ -97,6 +97,7 @@ class Runner:
         self.sampler = torch.Generator(device=self.device).manual_seed(seed + 7919 * (ctx.rank + 1))
         self.iteration = 0
         self.env_steps = 0  # over all ranks
+        self.rollout_seconds = 0.0  # wall-clock spent collecting rollouts in this process
         self.logdir = logdir
         self.logger = None
         if ctx.is_main and logdir is not None:
@@ -159,6 +160,7 @@ class Runner:
         t0 = time.perf_counter()
         self.collect()
         t1 = time.perf_counter()
+        self.rollout_seconds += t1 - t0
         losses = self.ppo.update(self.storage)
         t2 = time.perf_counter()
         self.iteration += 1
