@@ -4,7 +4,7 @@ Importing works before ``init()``; ``sc.device`` and ``sc.backend`` are None unt
 """
 
 from . import _gl  # noqa: F401, I001 (first: picks MuJoCo's headless GL backend before mujoco loads)
-from . import morphs
+from . import materials, morphs
 from .errors import (
     AlreadyBuiltError,
     DofsIdxError,
@@ -22,6 +22,7 @@ from .scene import Scene
 
 __all__ = [
     "morphs",
+    "materials",
     "init",
     "destroy",
     "is_initialized",

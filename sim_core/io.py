@@ -15,7 +15,7 @@ import mujoco
 import numpy as np
 import warp as wp
 
-from . import morphs
+from . import materials, morphs
 from .errors import UnsupportedModelError
 from .types import CtrlMode, Data, JointType, Model
 
@@ -34,7 +34,7 @@ class EntityRange:
     njnt: int
 
 
-def _entity_spec(morph: morphs.Morph) -> mujoco.MjSpec | None:
+def _entity_spec(morph: morphs.Morph, material: materials.Rigid | None = None) -> mujoco.MjSpec | None:
     if isinstance(morph, morphs.URDF):
         spec = mujoco.MjSpec.from_file(morph.file)
         if not morph.fixed:
@@ -47,13 +47,42 @@ def _entity_spec(morph: morphs.Morph) -> mujoco.MjSpec | None:
         return mujoco.MjSpec.from_file(morph.file)
     if isinstance(morph, morphs.Plane):
         return None
+    if isinstance(morph, morphs.Primitive):
+        return _primitive_spec(morph, material)
     raise TypeError(f"morph: unsupported morph type {type(morph).__name__}")
 
 
+def _primitive_spec(morph: morphs.Primitive, material: materials.Rigid | None) -> mujoco.MjSpec:
+    """One body (free unless ``fixed``) holding one geom whose density sets the mass."""
+    material = material or materials.Rigid()
+    spec = mujoco.MjSpec()
+    body = spec.worldbody.add_body()
+    body.name = "base"
+    if not morph.fixed:
+        body.add_freejoint()
+    geom = body.add_geom()
+    if isinstance(morph, morphs.Box):
+        geom.type, geom.size = mujoco.mjtGeom.mjGEOM_BOX, [x / 2 for x in morph.size]
+    elif isinstance(morph, morphs.Sphere):
+        geom.type, geom.size = mujoco.mjtGeom.mjGEOM_SPHERE, [morph.radius, 0.0, 0.0]
+    else:
+        geom.type, geom.size = mujoco.mjtGeom.mjGEOM_CAPSULE, [morph.radius, morph.length / 2, 0.0]
+    geom.density = material.rho
+    geom.rgba = [0.85, 0.45, 0.2, 1.0]
+    return spec
+
+
 def compile_scene(
-    entity_morphs: list[morphs.Morph], *, timestep: float, gravity: tuple[float, float, float]
+    entity_morphs: list[morphs.Morph],
+    *,
+    timestep: float,
+    gravity: tuple[float, float, float],
+    entity_materials: list[materials.Rigid | None] | None = None,
 ) -> tuple[mujoco.MjModel, list[EntityRange]]:
     """Attach every morph to one scene spec and compile it.
+
+    ``entity_materials`` (one per morph, None for the default): a primitive's density sets its mass;
+    the friction coefficient is applied to every geom of the entity.
 
     Returns the compiled model (timestep ``timestep``, MuJoCo's ``implicitfast`` integrator, as the
     simulator integrates) and, per morph, the range of bodies and joints it owns.
@@ -65,8 +94,12 @@ def compile_scene(
     scene.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     _add_appearance(scene)
     counts = []
-    for i, morph in enumerate(entity_morphs):
-        spec = _entity_spec(morph)
+    entity_materials = entity_materials or [None] * len(entity_morphs)
+    for i, (morph, material) in enumerate(zip(entity_morphs, entity_materials, strict=True)):
+        spec = _entity_spec(morph, material)
+        if spec is not None and material is not None:
+            for geom in spec.geoms:
+                geom.friction = [material.friction, *list(geom.friction)[1:]]
         if spec is None:  # a plane: a static world geom
             geom = scene.worldbody.add_geom()
             geom.name = f"e{i}/plane"
@@ -75,6 +108,8 @@ def compile_scene(
             geom.pos = list(morph.pos)
             geom.quat = list(morph.quat)
             geom.material = "sim_core/floor"
+            if material is not None:
+                geom.friction = [material.friction, *list(geom.friction)[1:]]
             counts.append((0, 0))
             continue
         for field in _OPTION_FIELDS:  # the scene's options win; copying them avoids attach conflicts

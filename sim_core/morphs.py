@@ -13,7 +13,18 @@ from pathlib import Path
 
 from .errors import InvalidValueError
 
-__all__ = ["Morph", "MJCF", "URDF", "Plane", "ASSETS_DIR", "resolve_file"]
+__all__ = [
+    "Morph",
+    "MJCF",
+    "URDF",
+    "Plane",
+    "Box",
+    "Sphere",
+    "Capsule",
+    "Primitive",
+    "ASSETS_DIR",
+    "resolve_file",
+]
 
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 
@@ -87,3 +98,57 @@ class URDF(_FileMorph):
 @dataclass(frozen=True)
 class Plane(Morph):
     """An infinite ground plane through ``pos`` with normal along the frame's z axis (static)."""
+
+
+@dataclass(frozen=True)
+class Primitive(Morph):
+    """A single rigid shape: a free body (``fixed=False``, the default) or one welded to the world.
+
+    Its mass follows from its volume and the material's density (``sc.materials.Rigid(rho=...)``).
+    Contacts are not simulated yet: a free primitive falls through the floor (see the README).
+    """
+
+    fixed: bool = False
+
+    def _check_positive(self, **values: float) -> None:
+        for name, v in values.items():
+            if not v > 0:
+                raise InvalidValueError(f"{name}: expected a positive length in m, got {v!r}")
+
+
+@dataclass(frozen=True)
+class Box(Primitive):
+    """A box with full edge lengths ``size = (sx, sy, sz)``, m."""
+
+    size: tuple[float, float, float] = (0.05, 0.05, 0.05)
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "size", _vec("size", self.size, 3))
+        self._check_positive(**{f"size[{i}]": v for i, v in enumerate(self.size)})
+
+
+@dataclass(frozen=True)
+class Sphere(Primitive):
+    """A sphere of ``radius`` m."""
+
+    radius: float = 0.025
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "radius", float(self.radius))
+        self._check_positive(radius=self.radius)
+
+
+@dataclass(frozen=True)
+class Capsule(Primitive):
+    """A capsule along the frame's z axis: ``radius`` and the ``length`` of its cylindrical part, m."""
+
+    radius: float = 0.02
+    length: float = 0.05
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "radius", float(self.radius))
+        object.__setattr__(self, "length", float(self.length))
+        self._check_positive(radius=self.radius, length=self.length)

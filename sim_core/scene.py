@@ -21,6 +21,7 @@ from . import io, runtime
 from .entity import RigidEntity
 from .errors import AlreadyBuiltError, InvalidValueError, NotBuiltError
 from .fps import FPSMeter
+from .materials import Rigid
 from .morphs import Morph
 from .options import ProfilingOptions, SimOptions
 from .solver import RigidSolver
@@ -64,13 +65,16 @@ class Scene:
     def is_built(self) -> bool:
         return self.sim is not None
 
-    def add_entity(self, morph: Morph) -> RigidEntity:
-        """Add an entity made of ``morph`` (``sc.morphs.MJCF``, ``URDF`` or ``Plane``)."""
+    def add_entity(self, morph: Morph, material: Rigid | None = None) -> RigidEntity:
+        """Add an entity made of ``morph`` (``sc.morphs.MJCF``, ``URDF``, ``Plane``, ``Box``, ``Sphere``,
+        ``Capsule``) and ``material`` (``sc.materials.Rigid``: density of primitives, friction)."""
         if self.is_built:
             raise AlreadyBuiltError("add_entity: the scene is already built; add entities before build()")
         if not isinstance(morph, Morph):
             raise TypeError(f"morph: expected a sim_core.morphs morph, got {type(morph).__name__}")
-        entity = RigidEntity(self, len(self.entities), morph)
+        if material is not None and not isinstance(material, Rigid):
+            raise TypeError(f"material: expected a sim_core.materials.Rigid, got {type(material).__name__}")
+        entity = RigidEntity(self, len(self.entities), morph, material)
         self.entities.append(entity)
         return entity
 
@@ -90,7 +94,10 @@ class Scene:
         rt = runtime.current()
         o = self.sim_options
         mjm, ranges = io.compile_scene(
-            [e.morph for e in self.entities], timestep=o.substep_dt, gravity=o.gravity
+            [e.morph for e in self.entities],
+            timestep=o.substep_dt,
+            gravity=o.gravity,
+            entity_materials=[e.material for e in self.entities],
         )
         self.mjmodel, self.model = mjm, io.model_from_mj(mjm)
         solver = RigidSolver(self.model, int(n_envs), o, rt.device, rt.wp_device)
