@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # GPU smoke check for warpgym: run from the repo root on a CUDA machine (torch assumed present).
 #   bash scripts/gpu_check.sh
-# Installs the project if needed, runs the test suite on CUDA, then the throughput benchmark
-# (CUDA graphs are used by default on CUDA; the second benchmark run checks the large batches).
+# Installs the project if needed, runs the test suite on CUDA, the throughput benchmarks, a short
+# training run with a video (EGL) and the training benchmark (CUDA graphs are on by default on CUDA).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,3 +25,11 @@ echo "== benchmark, large batches (cuda, CUDA graph)"
 
 echo "== env layer (cuda)"
 "$PY" scripts/bench_env.py --device cuda --n-envs 1024 4096 16384
+
+echo "== training on CUDA (short), then play with a video through EGL"
+"$PY" -m training train --device cuda --num-envs 4096 --max-iterations 30 --logdir /tmp/warpgym_gpu_run
+"$PY" -m training play --device cuda --checkpoint /tmp/warpgym_gpu_run/checkpoints/last.pt --episodes 1000 \
+    --video /tmp/warpgym_gpu_run/policy.mp4
+
+echo "== training speed on CUDA"
+"$PY" scripts/bench_train.py --device cuda --png /tmp/warpgym_gpu_run/bench_train.png train.num_envs=4096
