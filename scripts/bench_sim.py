@@ -14,11 +14,12 @@ For each batch size ``n_envs`` (default 1, 64, 1024, 4096, 16384):
   Target generation and the control call are inside the timed region. Contacts with the plane are
   part of the scene.
 * **MuJoCo C reference**: ``mujoco.rollout`` on the SAME compiled model (``scene.mjmodel``: same
-  timestep = dt / substeps, same integrator) from ``n_envs`` initial states (the sim's initial
-  qpos), with uniform random controls inside ``actuator_ctrlrange`` for every env and step. That API
-  takes the controls for the whole rollout up front, so they (and the output buffers) are prepared
-  outside the timed region. By default it runs on 1 thread (the calling thread); ``--mj-nthread K``
-  gives rollout a pool of K threads with K ``MjData``.
+  timestep = dt / substeps, same integrator; minus its visual-only geoms, which only pictures use)
+  from ``n_envs`` initial states (the sim's initial qpos), with uniform random controls inside
+  ``actuator_ctrlrange`` for every env and step. That API takes the controls for the whole rollout
+  up front, so they (and the output buffers) are prepared outside the timed region. By default it
+  runs on 1 thread (the calling thread); ``--mj-nthread K`` gives rollout a pool of K threads with K
+  ``MjData``.
 
 Each size runs ``--repeats`` rounds (default 3) alternating the two simulators and keeps each one's
 best round, so a slow moment of a shared machine does not land on one side only.
@@ -237,6 +238,18 @@ def bench_sim_core(sc: Any, n_envs: int, steps: int, args: argparse.Namespace):
     return scene, qpos0, build_s, timed
 
 
+def physics_only_model(scene) -> mujoco.MjModel:
+    """The scene's model without its visual-only geoms (no contacts, no mass: group >= 2 and
+    contype = conaffinity = 0). sim_core never touches them; MuJoCo would spend time placing them."""
+    spec = scene.mjspec.copy()
+    for geom in list(spec.geoms):
+        if geom.group >= 2 and geom.contype == 0 and geom.conaffinity == 0:
+            spec.delete(geom)
+    model = spec.compile()
+    assert model.nq == scene.mjmodel.nq and np.allclose(model.body_mass, scene.mjmodel.body_mass)
+    return model
+
+
 def bench_mujoco(
     model: mujoco.MjModel, qpos0: np.ndarray, n_envs: int, steps: int, nthread: int, seed: int
 ) -> float:
@@ -372,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
         sc.init(backend=getattr(sc, backend), seed=args.seed)
         try:
             scene, qpos0, build_s, timed = bench_sim_core(sc, n, sim_steps, args)
-            model = scene.mjmodel
+            model = physics_only_model(scene)
             if not results:
                 print(
                     f"model: nq={model.nq} nv={model.nv} nu={model.nu} ngeom={model.ngeom} "

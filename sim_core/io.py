@@ -78,14 +78,14 @@ def compile_scene(
     timestep: float,
     gravity: tuple[float, float, float],
     entity_materials: list[materials.Rigid | None] | None = None,
-) -> tuple[mujoco.MjModel, list[EntityRange]]:
+) -> tuple[mujoco.MjModel, list[EntityRange], mujoco.MjSpec]:
     """Attach every morph to one scene spec and compile it.
 
     ``entity_materials`` (one per morph, None for the default): a primitive's density sets its mass;
     the friction coefficient is applied to every geom of the entity.
 
     Returns the compiled model (timestep ``timestep``, MuJoCo's ``implicitfast`` integrator, as the
-    simulator integrates) and, per morph, the range of bodies and joints it owns.
+    simulator integrates), per morph the range of bodies and joints it owns, and the spec itself.
     """
     scene = mujoco.MjSpec()
     scene.modelname = "sim_core_scene"
@@ -128,7 +128,7 @@ def compile_scene(
     for i, morph in enumerate(entity_morphs):
         _check_supported(mjm, ranges[i], morph)
     _check_scene_options(mjm)
-    return mjm, ranges
+    return mjm, ranges, scene
 
 
 def _add_appearance(scene: mujoco.MjSpec) -> None:

@@ -57,6 +57,7 @@ class Scene:
         self.sim: Simulator | None = None
         self.n_envs = 0
         self.env_spacing = (0.0, 0.0)
+        self.mjspec = None  # the mujoco.MjSpec the model was compiled from
         self.mjmodel = None
         self.model: Model | None = None
         self._fps: FPSMeter | None = None
@@ -93,13 +94,13 @@ class Scene:
             raise InvalidValueError(f"env_spacing: expected (dx, dy), got {env_spacing!r}")
         rt = runtime.current()
         o = self.sim_options
-        mjm, ranges = io.compile_scene(
+        mjm, ranges, spec = io.compile_scene(
             [e.morph for e in self.entities],
             timestep=o.substep_dt,
             gravity=o.gravity,
             entity_materials=[e.material for e in self.entities],
         )
-        self.mjmodel, self.model = mjm, io.model_from_mj(mjm)
+        self.mjspec, self.mjmodel, self.model = spec, mjm, io.model_from_mj(mjm)
         solver = RigidSolver(self.model, int(n_envs), o, rt.device, rt.wp_device)
         for entity, rng in zip(self.entities, ranges, strict=True):
             entity._bind(solver, rng)
