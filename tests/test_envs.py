@@ -32,6 +32,10 @@ def test_every_task_passes_the_checker_in_every_mode(task, mode):
     envs.check_vector_env(env)
 
 
+def test_the_checker_passes_with_end_effector_control():
+    envs.check_vector_env(gym.make_vec(REACH, num_envs=3, control_mode="ee_delta"))
+
+
 @pytest.mark.parametrize("control_mode", ["joint_delta", "ee_delta"])
 def test_single_env_view_passes_gymnasium_check_env(control_mode):
     env = gym.make(REACH, control_mode=control_mode)
