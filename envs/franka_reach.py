@@ -108,7 +108,7 @@ def _reach_kernel(
     e = wp.tid()
     qh = xquat[e, hand]
     ee = xpos[e, hand] + wp.quat_rotate(wp.quat(qh[1], qh[2], qh[3], qh[0]), ee_offset)
-    qd2 = float(0.0)  # noqa: UP018 (a dynamic Warp variable)
+    qd2 = float(0.0)
     for i in range(7):
         obs[e, i] = qpos[e, q0 + i] - default_q[i] + noise_q * (2.0 * noise[e, i] - 1.0)
         v = qvel[e, v0 + i]
@@ -119,7 +119,7 @@ def _reach_kernel(
         obs[e, 14 + k] = ee[k]
         obs[e, 17 + k] = tgt[k]
         obs[e, 20 + k] = tgt[k] - ee[k]
-    rate = float(0.0)  # noqa: UP018 (a dynamic Warp variable)
+    rate = float(0.0)
     for a in range(action.shape[1]):
         obs[e, 23 + a] = action[e, a]
         da = action[e, a] - prev_action[e, a]

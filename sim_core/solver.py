@@ -22,7 +22,7 @@ def _nonfinite_rows(
     """``bad[w]``: some coordinate of env ``w`` is NaN or inf (a sum is non-finite iff a term is, or it
     overflows, which a sane state never does)."""
     w = wp.tid()
-    total = float(0.0)  # noqa: UP018 (a dynamic Warp variable)
+    total = float(0.0)
     for i in range(qpos.shape[1]):
         total += qpos[w, i]
     for i in range(qvel.shape[1]):
