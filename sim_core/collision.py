@@ -110,6 +110,16 @@ class Contacts:
     overflow: torch.Tensor
 
 
+@wp.struct
+class _Out:
+    """The contact slots of every env (one argument instead of four)."""
+
+    pos: wp.array2d(dtype=wp.vec3)
+    normal: wp.array2d(dtype=wp.vec3)
+    dist: wp.array2d(dtype=wp.float32)
+    geom: wp.array2d(dtype=wp.vec2i)
+
+
 @wp.func
 def _emit(
     n: int,
@@ -120,20 +130,17 @@ def _emit(
     g1: int,
     g2: int,
     margin: float,
-    con_pos: wp.array2d(dtype=wp.vec3),
-    con_normal: wp.array2d(dtype=wp.vec3),
-    con_dist: wp.array2d(dtype=wp.float32),
-    con_geom: wp.array2d(dtype=wp.vec2i),
+    out: _Out,
 ) -> int:
     """Write a contact into slot ``n`` if it is close enough and the budget has room; return the new
     number of contacts wanted (which may exceed the budget: the excess is the overflow)."""
     if dist >= margin:
         return n
-    if n < con_pos.shape[1]:
-        con_pos[w, n] = pos
-        con_normal[w, n] = normal
-        con_dist[w, n] = dist
-        con_geom[w, n] = wp.vec2i(g1, g2)
+    if n < out.pos.shape[1]:
+        out.pos[w, n] = pos
+        out.normal[w, n] = normal
+        out.dist[w, n] = dist
+        out.geom[w, n] = wp.vec2i(g1, g2)
     return n + 1
 
 
@@ -148,10 +155,7 @@ def _sphere_sphere_geom(
     g1: int,
     g2: int,
     margin: float,
-    con_pos: wp.array2d(dtype=wp.vec3),
-    con_normal: wp.array2d(dtype=wp.vec3),
-    con_dist: wp.array2d(dtype=wp.float32),
-    con_geom: wp.array2d(dtype=wp.vec2i),
+    out: _Out,
 ) -> int:
     d = c2 - c1
     length = wp.length(d)
@@ -159,20 +163,7 @@ def _sphere_sphere_geom(
     if length > 1.0e-12:
         normal = d / length
     dist = length - r1 - r2
-    return _emit(
-        n,
-        w,
-        c1 + normal * (r1 + 0.5 * dist),
-        normal,
-        dist,
-        g1,
-        g2,
-        margin,
-        con_pos,
-        con_normal,
-        con_dist,
-        con_geom,
-    )
+    return _emit(n, w, c1 + normal * (r1 + 0.5 * dist), normal, dist, g1, g2, margin, out)
 
 
 @wp.func
@@ -218,10 +209,7 @@ def _collide_kernel(
     geom_quat: wp.array(dtype=wp.quat),
     geom_size: wp.array(dtype=wp.vec3),
     margin: float,
-    con_pos: wp.array2d(dtype=wp.vec3),
-    con_normal: wp.array2d(dtype=wp.vec3),
-    con_dist: wp.array2d(dtype=wp.float32),
-    con_geom: wp.array2d(dtype=wp.vec2i),
+    out: _Out,
     count: wp.array(dtype=wp.int32),
     overflow: wp.array(dtype=wp.int32),
 ):
@@ -249,38 +237,12 @@ def _collide_kernel(
         if t1 == 0:  # a plane: its normal is its frame's z axis
             if t2 == 2:
                 dist = wp.dot(c2 - c1, z1) - s2[0]
-                n = _emit(
-                    n,
-                    w,
-                    c2 - z1 * (s2[0] + 0.5 * dist),
-                    z1,
-                    dist,
-                    g1,
-                    g2,
-                    margin,
-                    con_pos,
-                    con_normal,
-                    con_dist,
-                    con_geom,
-                )
+                n = _emit(n, w, c2 - z1 * (s2[0] + 0.5 * dist), z1, dist, g1, g2, margin, out)
             elif t2 == 3:
                 for k in range(2):
                     end = c2 + z2 * (s2[1] * (2.0 * float(k) - 1.0))
                     dist = wp.dot(end - c1, z1) - s2[0]
-                    n = _emit(
-                        n,
-                        w,
-                        end - z1 * (s2[0] + 0.5 * dist),
-                        z1,
-                        dist,
-                        g1,
-                        g2,
-                        margin,
-                        con_pos,
-                        con_normal,
-                        con_dist,
-                        con_geom,
-                    )
+                    n = _emit(n, w, end - z1 * (s2[0] + 0.5 * dist), z1, dist, g1, g2, margin, out)
             elif t2 == 6:
                 found = int(0)
                 for k in range(8):
@@ -293,30 +255,13 @@ def _collide_kernel(
                     dist = wp.dot(corner - c1, z1)
                     if dist < margin and found < 4:  # MuJoCo keeps at most 4 box corners
                         found += 1
-                        n = _emit(
-                            n,
-                            w,
-                            corner - z1 * (0.5 * dist),
-                            z1,
-                            dist,
-                            g1,
-                            g2,
-                            margin,
-                            con_pos,
-                            con_normal,
-                            con_dist,
-                            con_geom,
-                        )
+                        n = _emit(n, w, corner - z1 * (0.5 * dist), z1, dist, g1, g2, margin, out)
         elif t1 == 2:  # a sphere
             if t2 == 2:
-                n = _sphere_sphere_geom(
-                    n, w, c1, s1[0], c2, s2[0], g1, g2, margin, con_pos, con_normal, con_dist, con_geom
-                )
+                n = _sphere_sphere_geom(n, w, c1, s1[0], c2, s2[0], g1, g2, margin, out)
             elif t2 == 3:
                 closest = _closest_on_segment(c2 - z2 * s2[1], c2 + z2 * s2[1], c1)
-                n = _sphere_sphere_geom(
-                    n, w, c1, s1[0], closest, s2[0], g1, g2, margin, con_pos, con_normal, con_dist, con_geom
-                )
+                n = _sphere_sphere_geom(n, w, c1, s1[0], closest, s2[0], g1, g2, margin, out)
             elif t2 == 6:
                 normal_local = wp.vec3(0.0, 0.0, 0.0)
                 dist = float(0.0)
@@ -340,20 +285,7 @@ def _collide_kernel(
                     normal_local[axis] = -wp.sign(local[axis])
                     dist = -face[axis] - s1[0]
                 normal = wp.quat_rotate(q2, normal_local)
-                n = _emit(
-                    n,
-                    w,
-                    c1 + normal * (s1[0] + 0.5 * dist),
-                    normal,
-                    dist,
-                    g1,
-                    g2,
-                    margin,
-                    con_pos,
-                    con_normal,
-                    con_dist,
-                    con_geom,
-                )
+                n = _emit(n, w, c1 + normal * (s1[0] + 0.5 * dist), normal, dist, g1, g2, margin, out)
         elif t1 == 3 and t2 == 3:  # two capsules: their segments' closest points as spheres
             e1a = c1 - z1 * s1[1]
             e1b = c1 + z1 * s1[1]
@@ -362,11 +294,9 @@ def _collide_kernel(
             st = _segments_closest_t(e1a, e1b, e2a, e2b)
             pa = e1a + (e1b - e1a) * st[0]
             pb = e2a + (e2b - e2a) * st[1]
-            n = _sphere_sphere_geom(
-                n, w, pa, s1[0], pb, s2[0], g1, g2, margin, con_pos, con_normal, con_dist, con_geom
-            )
-    count[w] = wp.min(n, con_pos.shape[1])
-    overflow[w] = wp.max(n - con_pos.shape[1], 0)
+            n = _sphere_sphere_geom(n, w, pa, s1[0], pb, s2[0], g1, g2, margin, out)
+    count[w] = wp.min(n, out.pos.shape[1])
+    overflow[w] = wp.max(n - out.pos.shape[1], 0)
 
 
 def collide(
@@ -374,29 +304,21 @@ def collide(
 ) -> Contacts:
     """Contacts of every env for body poses ``xpos``/``xquat`` ``(nworld, nbody)``."""
     nworld, device = xpos.shape[0], xpos.device
-    out = {
-        "pos": wp.zeros((nworld, max_contacts), dtype=wp.vec3, device=device),
-        "normal": wp.zeros((nworld, max_contacts), dtype=wp.vec3, device=device),
-        "dist": wp.zeros((nworld, max_contacts), dtype=wp.float32, device=device),
-        "geom": wp.zeros((nworld, max_contacts), dtype=wp.vec2i, device=device),
-        "count": wp.zeros(nworld, dtype=wp.int32, device=device),
-        "overflow": wp.zeros(nworld, dtype=wp.int32, device=device),
-    }
+    slots = _Out()
+    slots.pos = wp.zeros((nworld, max_contacts), dtype=wp.vec3, device=device)
+    slots.normal = wp.zeros((nworld, max_contacts), dtype=wp.vec3, device=device)
+    slots.dist = wp.zeros((nworld, max_contacts), dtype=wp.float32, device=device)
+    slots.geom = wp.zeros((nworld, max_contacts), dtype=wp.vec2i, device=device)
+    count = wp.zeros(nworld, dtype=wp.int32, device=device)
+    overflow = wp.zeros(nworld, dtype=wp.int32, device=device)
+    p = plan
+    geoms = [p.pair_geoms, p.geom_type, p.geom_body, p.geom_pos, p.geom_quat, p.geom_size]
     wp.launch(
         _collide_kernel,
         dim=nworld,
-        inputs=[
-            xpos,
-            xquat,
-            plan.pair_geoms,
-            plan.geom_type,
-            plan.geom_body,
-            plan.geom_pos,
-            plan.geom_quat,
-            plan.geom_size,
-            float(margin),
-        ],
-        outputs=list(out.values()),
+        inputs=[xpos, xquat, *geoms, float(margin)],
+        outputs=[slots, count, overflow],
         device=device,
     )
-    return Contacts(**{k: wp.to_torch(v) for k, v in out.items()})
+    t = wp.to_torch
+    return Contacts(t(slots.pos), t(slots.normal), t(slots.dist), t(slots.geom), t(count), t(overflow))
