@@ -15,6 +15,8 @@ import numpy as np
 import torch
 from gymnasium.vector import AutoresetMode
 
+import sim_core as sc
+
 from .vector_env import WarpVectorEnv
 
 __all__ = ["SingleEnv"]
@@ -30,11 +32,14 @@ def _load(task: str | type[WarpVectorEnv]) -> type[WarpVectorEnv]:
 class SingleEnv(gym.Env):
     """One env of ``task`` (a ``WarpVectorEnv`` subclass or ``"module:Class"``); ``kwargs`` go to it.
 
-    The device defaults to the CPU (NumPy arrays live there anyway).
+    The device defaults to the one sim_core already runs on in this process, else the CPU (NumPy
+    arrays live there anyway).
     """
 
-    def __init__(self, task: str | type[WarpVectorEnv], *, device: str | None = "cpu", **kwargs: Any):
+    def __init__(self, task: str | type[WarpVectorEnv], *, device: str | None = None, **kwargs: Any):
         kwargs.pop("num_envs", None)
+        if device is None:
+            device = sc.device if sc.is_initialized() else "cpu"
         kwargs["autoreset_mode"] = AutoresetMode.DISABLED
         self.vector_env = _load(task)(num_envs=1, device=device, **kwargs)
         self.observation_space = self.vector_env.single_observation_space
