@@ -93,4 +93,12 @@ def test_gymnasium_record_video_on_the_single_env_view(tmp_path):
         done = terminated or truncated
     env.close()
     assert list(folder.glob("*.mp4"))
-    assert envs.TASKS  # every registered task renders: FrankaReach is the one today
+
+
+@pytest.mark.parametrize("task", sorted(envs.TASKS))
+def test_every_registered_task_renders(task):
+    reach(1)  # skips without OpenGL
+    env = gym.make_vec(task, num_envs=2, render_mode="rgb_array", render_envs_idx=[0, 1], **SMALL)
+    env.reset(seed=0)
+    image = env.render()
+    assert image.shape == (120, 160, 3) and image.dtype == np.uint8 and image.std() > 5
