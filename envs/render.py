@@ -85,6 +85,7 @@ class SceneRenderer:
         except Exception as e:  # the GL backend could not start
             raise RenderUnavailableError(f"rendering is unavailable ({e}). {_gl_help()}") from e
         self.camera = mujoco.MjvCamera()
+        self._option, self._perturb = mujoco.MjvOption(), mujoco.MjvPerturb()  # the same for every env
 
     def render(self, envs_idx, markers: list[Marker] = ()) -> np.ndarray:
         """``(height, width, 3)`` uint8 image of the envs in ``envs_idx`` (a list of indices)."""
@@ -100,19 +101,14 @@ class SceneRenderer:
             mujoco.mj_kinematics(self.model, self.data)
             if k == 0:
                 self._set_camera(offsets)
-                self.renderer.update_scene(self.data, self.camera)
+                self.renderer.update_scene(self.data, self.camera, scene_option=self._option)
                 scn.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = self.cfg.shadows
                 scn.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = self.cfg.reflections
                 start = 0
             else:
                 start = scn.ngeom
                 mujoco.mjv_addGeoms(
-                    self.model,
-                    self.data,
-                    mujoco.MjvOption(),
-                    mujoco.MjvPerturb(),
-                    mujoco.mjtCatBit.mjCAT_ALL,
-                    scn,
+                    self.model, self.data, self._option, self._perturb, mujoco.mjtCatBit.mjCAT_ALL, scn
                 )
             self._shift_and_drop_planes(scn, start, offsets[k], keep_planes=k == 0)
             for m, pos in zip(markers, marker_pos, strict=True):

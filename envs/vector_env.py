@@ -259,7 +259,7 @@ class WarpVectorEnv(gym.vector.VectorEnv):
 
     # ---- rendering ----------------------------------------------------------------------------
     render_cfg: RenderConfig | None = None  # set by tasks that render
-    render_envs_idx: list[int] = [0]  # which envs ``render()`` draws (on the env_spacing grid)
+    render_envs_idx: tuple[int, ...] | list[int] = (0,)  # which envs ``render()`` draws (env_spacing grid)
 
     def _set_render(
         self, render_mode: str | None, render_envs_idx, cfg: RenderConfig, control_dt: float

@@ -60,9 +60,8 @@ def select_cols(idx_local, n: int, start: int, name: str) -> slice | torch.Tenso
     """
     if idx_local is None:
         return slice(start, start + n)
-    if (
-        isinstance(idx_local, range) and idx_local.step == 1 and len(idx_local)
-    ):  # contiguous: no checks on tensors
+    # a contiguous range needs no checks on tensors
+    if isinstance(idx_local, range) and idx_local.step == 1 and len(idx_local):
         if idx_local.start < 0 or idx_local.stop > n:
             raise DofsIdxError(f"{name}: indices must lie in [0, {n - 1}], got {idx_local}")
         return slice(start + idx_local.start, start + idx_local.stop)

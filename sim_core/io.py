@@ -97,9 +97,6 @@ def compile_scene(
     entity_materials = entity_materials or [None] * len(entity_morphs)
     for i, (morph, material) in enumerate(zip(entity_morphs, entity_materials, strict=True)):
         spec = _entity_spec(morph, material)
-        if spec is not None and material is not None:
-            for geom in spec.geoms:
-                geom.friction = [material.friction, *list(geom.friction)[1:]]
         if spec is None:  # a plane: a static world geom
             geom = scene.worldbody.add_geom()
             geom.name = f"e{i}/plane"
@@ -108,10 +105,10 @@ def compile_scene(
             geom.pos = list(morph.pos)
             geom.quat = list(morph.quat)
             geom.material = "sim_core/floor"
-            if material is not None:
-                geom.friction = [material.friction, *list(geom.friction)[1:]]
+            _set_friction([geom], material)
             counts.append((0, 0))
             continue
+        _set_friction(spec.geoms, material)
         for field in _OPTION_FIELDS:  # the scene's options win; copying them avoids attach conflicts
             setattr(spec.option, field, getattr(scene.option, field))
         counts.append((len(spec.bodies) - 1, len(spec.joints)))
@@ -131,23 +128,26 @@ def compile_scene(
     return mjm, ranges, scene
 
 
+def _set_friction(geoms, material: materials.Rigid | None) -> None:
+    """The material's sliding friction on every geom (torsional and rolling keep their values)."""
+    if material is not None:
+        for geom in geoms:
+            geom.friction = [material.friction, *list(geom.friction)[1:]]
+
+
+def _add_texture(scene: mujoco.MjSpec, name, kind, builtin, rgb1, rgb2, width, height) -> None:
+    tex = scene.add_texture()
+    tex.name, tex.type, tex.builtin = name, kind, builtin
+    tex.rgb1, tex.rgb2, tex.width, tex.height = rgb1, rgb2, width, height
+
+
 def _add_appearance(scene: mujoco.MjSpec) -> None:
     """Visual-only elements for pictures: a sky gradient, a checkered floor material, two lights.
     (Lights, textures and materials take no part in the physics.)"""
-    sky = scene.add_texture()
-    sky.name, sky.type, sky.builtin = (
-        "sim_core/sky",
-        mujoco.mjtTexture.mjTEXTURE_SKYBOX,
-        mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
-    )
-    sky.rgb1, sky.rgb2, sky.width, sky.height = [0.55, 0.68, 0.82], [0.12, 0.14, 0.18], 256, 1536
-    grid = scene.add_texture()
-    grid.name, grid.type, grid.builtin = (
-        "sim_core/grid",
-        mujoco.mjtTexture.mjTEXTURE_2D,
-        mujoco.mjtBuiltin.mjBUILTIN_CHECKER,
-    )
-    grid.rgb1, grid.rgb2, grid.width, grid.height = [0.66, 0.69, 0.73], [0.56, 0.59, 0.64], 512, 512
+    t, b = mujoco.mjtTexture, mujoco.mjtBuiltin
+    sky, grid = ([0.55, 0.68, 0.82], [0.12, 0.14, 0.18]), ([0.66, 0.69, 0.73], [0.56, 0.59, 0.64])
+    _add_texture(scene, "sim_core/sky", t.mjTEXTURE_SKYBOX, b.mjBUILTIN_GRADIENT, *sky, 256, 1536)
+    _add_texture(scene, "sim_core/grid", t.mjTEXTURE_2D, b.mjBUILTIN_CHECKER, *grid, 512, 512)
     floor = scene.add_material()
     floor.name, floor.texrepeat, floor.reflectance = "sim_core/floor", [8.0, 8.0], 0.05
     floor.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "sim_core/grid"

@@ -154,12 +154,11 @@ def play(
     obs_dim, act_dim = env.single_observation_space.shape[0], env.single_action_space.shape[0]
     model = ActorCritic(obs_dim, act_dim, train_cfg.policy).to(ctx.device)
     model.load_state_dict(ckpt["model"])
-    normalizer = ObsNormalizer(obs_dim).to(ctx.device)
+    normalizer = ObsNormalizer(obs_dim, enabled=train_cfg.ppo.normalize_obs).to(ctx.device)
     normalizer.load_state_dict(ckpt["normalizer"])
-    normalize = train_cfg.ppo.normalize_obs
 
     def policy(o: torch.Tensor) -> torch.Tensor:
-        return model.actor(normalizer(o) if normalize else o)
+        return model.actor(normalizer(o))
 
     result = evaluate(policy, env, episodes, seed)
     if video is not None:

@@ -12,11 +12,12 @@ __all__ = ["ObsNormalizer"]
 
 class ObsNormalizer(nn.Module):
     """``(x - mean) / sqrt(var + eps)``, clipped to ``+-clip``; statistics are buffers (saved with the
-    model) and, under DDP, merged over all ranks so every rank normalizes identically."""
+    model) and, under DDP, merged over all ranks so every rank normalizes identically. With
+    ``enabled=False`` it passes observations through and never updates, so callers need no branch."""
 
-    def __init__(self, dim: int, *, eps: float = 1e-8, clip: float = 10.0):
+    def __init__(self, dim: int, *, enabled: bool = True, eps: float = 1e-8, clip: float = 10.0):
         super().__init__()
-        self.eps, self.clip = eps, clip
+        self.enabled, self.eps, self.clip = enabled, eps, clip
         self.register_buffer("mean", torch.zeros(dim))
         self.register_buffer("var", torch.ones(dim))
         self.register_buffer("count", torch.tensor(1e-4))
@@ -24,6 +25,8 @@ class ObsNormalizer(nn.Module):
     @torch.no_grad()
     def update(self, x: torch.Tensor) -> None:
         """Merge the batch ``x (B, dim)`` into the statistics (no host read)."""
+        if not self.enabled:
+            return
         stats = torch.cat([x.sum(0), x.square().sum(0), x.new_tensor([x.shape[0]])])
         distributed.all_reduce_sum(stats)
         d = x.shape[1]
@@ -37,4 +40,6 @@ class ObsNormalizer(nn.Module):
         self.count.copy_(total)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.enabled:
+            return x
         return ((x - self.mean) / torch.sqrt(self.var + self.eps)).clamp(-self.clip, self.clip)

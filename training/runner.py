@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -31,7 +32,7 @@ from .ppo import PPO
 from .storage import RolloutStorage, bootstrap_truncated, gae
 from .video import add_video_to_tensorboard, rollout_frames
 
-__all__ = ["Runner", "make_env", "make_video_env", "save_atomic"]
+__all__ = ["Runner", "make_env", "make_video_env", "save_atomic", "link_atomic"]
 
 _STATS = ("return_sum", "length_sum", "success_sum", "episodes")
 
@@ -69,6 +70,18 @@ def save_atomic(obj: Any, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def link_atomic(src: Path, dst: Path) -> None:
+    """Make ``dst`` name the same file as ``src`` (a hard link; a copy where links are not
+    supported), replacing it atomically: the checkpoint is serialized and written once."""
+    tmp = dst.with_name(f".{dst.name}.tmp{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(src, tmp)
+    except OSError:
+        shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
+
+
 class Runner:
     """PPO on one vector env per process; under torchrun the policy is wrapped in DDP."""
 
@@ -87,7 +100,7 @@ class Runner:
         act_dim = self.env.single_action_space.shape[0]
         torch.manual_seed(seed)  # the same initial policy on every rank
         self.module = ActorCritic(obs_dim, act_dim, self.cfg.policy).to(self.device)
-        self.normalizer = ObsNormalizer(obs_dim).to(self.device)
+        self.normalizer = ObsNormalizer(obs_dim, enabled=self.cfg.ppo.normalize_obs).to(self.device)
         self.model: torch.nn.Module = self.module
         if distributed.is_distributed():
             ids = [self.device.index] if self.device.type == "cuda" else None
@@ -111,7 +124,7 @@ class Runner:
 
     def policy(self, obs: torch.Tensor) -> torch.Tensor:
         """The deterministic policy: the Gaussian's mean on (normalized) observations."""
-        return self.module.actor(self.normalizer(obs) if self.cfg.ppo.normalize_obs else obs)
+        return self.module.actor(self.normalizer(obs))
 
     # ---- rollout ------------------------------------------------------------------------------
     @torch.inference_mode()
@@ -121,9 +134,8 @@ class Runner:
         s.log_std.copy_(self.module.log_std)
         obs = self._obs
         for t in range(ppo.num_steps):
-            if ppo.normalize_obs:
-                self.normalizer.update(obs)
-            o = self.normalizer(obs) if ppo.normalize_obs else obs
+            self.normalizer.update(obs)
+            o = self.normalizer(obs)
             mean, log_std, value = self.module(o)
             action = mean + torch.exp(log_std) * torch.randn(
                 mean.shape, generator=self.sampler, device=self.device
@@ -131,7 +143,7 @@ class Runner:
             obs, reward, terminated, truncated, info = self.env.step(action)
             if self.device.type != "cpu" or bool(truncated.any()):  # on the CPU the check is free
                 final = info["final_obs"]
-                final_value = self.module.value(self.normalizer(final) if ppo.normalize_obs else final)
+                final_value = self.module.value(self.normalizer(final))
             else:
                 final_value = self._zeros
             s.obs[t] = o
@@ -151,7 +163,7 @@ class Runner:
                 ]
             )
         self._obs = obs
-        last = self.module.value(self.normalizer(obs) if ppo.normalize_obs else obs)
+        last = self.module.value(self.normalizer(obs))
         s.advantages, s.returns = gae(s.rewards, s.values, s.dones, last, gamma, ppo.lam)
 
     # ---- the loop -------------------------------------------------------------------------------
@@ -271,10 +283,10 @@ class Runner:
     def save(self) -> None:
         if not self.ctx.is_main or self.logdir is None:
             return
-        state = self.state_dict()
         ckpt_dir = self.logdir / "checkpoints"
-        save_atomic(state, ckpt_dir / f"model_{self.iteration:06d}.pt")
-        save_atomic(state, ckpt_dir / "last.pt")
+        path = ckpt_dir / f"model_{self.iteration:06d}.pt"
+        save_atomic(self.state_dict(), path)
+        link_atomic(path, ckpt_dir / "last.pt")
 
     def _check_ranks_in_sync(self) -> None:
         """Under DDP every rank must hold the same parameters; rank 0 records the per-rank sums."""
