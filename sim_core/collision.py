@@ -41,24 +41,21 @@ _SUPPORTED = {
     (SPHERE, CAPSULE),
     (SPHERE, BOX),
     (CAPSULE, CAPSULE),
+    (CAPSULE, BOX),
+    (BOX, BOX),
 }
 
 
 @dataclass
 class CollisionPlan:
-    """The candidate pairs of a model and the geoms' constant data, on the device."""
+    """The candidate pairs of a model and its geoms' data on the device (``geoms``)."""
 
     pairs: np.ndarray  # (npair, 2) geom ids, geom1 type <= geom2 type
-    unsupported: list[tuple[int, int]]  # pairs of types not implemented yet (skipped)
-    geom_type: wp.array  # (ngeom,) int32
-    geom_body: wp.array  # (ngeom,) int32
-    geom_pos: wp.array  # (ngeom,) vec3, in the body frame
-    geom_quat: wp.array  # (ngeom,) quat (x, y, z, w), in the body frame
-    geom_size: wp.array  # (ngeom,) vec3, MuJoCo's size (half extents, radius, half length)
-    pair_geoms: wp.array  # (npair,) vec2i
+    unsupported: list[tuple[int, int]]  # pairs of types not implemented (skipped)
+    geoms: Geoms
 
     @staticmethod
-    def build(m: mujoco.MjModel, device: str) -> CollisionPlan:
+    def build(m: mujoco.MjModel, device: str, nworld: int = 1) -> CollisionPlan:
         pairs, unsupported = [], []
         for g1 in range(m.ngeom):
             for g2 in range(g1 + 1, m.ngeom):
@@ -68,19 +65,15 @@ class CollisionPlan:
                 key = (int(m.geom_type[a]), int(m.geom_type[b]))
                 (pairs if key in _SUPPORTED else unsupported).append((a, b))
         pairs_np = np.array(pairs, dtype=np.int32).reshape(-1, 2)
-        quat_xyzw = m.geom_quat[:, [1, 2, 3, 0]]
-        return CollisionPlan(
-            pairs=pairs_np,
-            unsupported=unsupported,
-            geom_type=wp.array(m.geom_type.astype(np.int32), dtype=wp.int32, device=device),
-            geom_body=wp.array(m.geom_bodyid.astype(np.int32), dtype=wp.int32, device=device),
-            geom_pos=wp.array(m.geom_pos.astype(np.float32), dtype=wp.vec3, device=device),
-            geom_quat=wp.array(quat_xyzw.astype(np.float32), dtype=wp.quat, device=device),
-            geom_size=wp.array(m.geom_size.astype(np.float32), dtype=wp.vec3, device=device),
-            pair_geoms=wp.array(
-                pairs_np if len(pairs) else np.zeros((0, 2), np.int32), dtype=wp.vec2i, device=device
-            ),
-        )
+        g = Geoms()
+        g.pair = wp.array(pairs_np, dtype=wp.vec2i, device=device)
+        g.type = wp.array(m.geom_type.astype(np.int32), dtype=wp.int32, device=device)
+        g.body = wp.array(m.geom_bodyid.astype(np.int32), dtype=wp.int32, device=device)
+        g.pos = wp.array(m.geom_pos.astype(np.float32), dtype=wp.vec3, device=device)
+        g.quat = wp.array(m.geom_quat[:, [1, 2, 3, 0]].astype(np.float32), dtype=wp.quat, device=device)
+        size = np.tile(m.geom_size.astype(np.float32)[None], (nworld, 1, 1))
+        g.size = wp.array(size, dtype=wp.vec3, device=device)
+        return CollisionPlan(pairs=pairs_np, unsupported=unsupported, geoms=g)
 
 
 def _may_collide(m: mujoco.MjModel, g1: int, g2: int) -> bool:
@@ -198,43 +191,391 @@ def _segments_closest_t(a0: wp.vec3, a1: wp.vec3, b0: wp.vec3, b1: wp.vec3) -> w
     return wp.vec2(s, t)
 
 
-@wp.kernel
-def _collide_kernel(
-    xpos: wp.array2d(dtype=wp.vec3),
-    xquat: wp.array2d(dtype=wp.vec4),
-    pair_geoms: wp.array(dtype=wp.vec2i),
-    geom_type: wp.array(dtype=wp.int32),
-    geom_body: wp.array(dtype=wp.int32),
-    geom_pos: wp.array(dtype=wp.vec3),
-    geom_quat: wp.array(dtype=wp.quat),
-    geom_size: wp.array(dtype=wp.vec3),
+@wp.func
+def _sphere_box(
+    n: int,
+    w: int,
+    c1: wp.vec3,
+    r1: float,
+    c2: wp.vec3,
+    q2: wp.quat,
+    s2: wp.vec3,
+    g1: int,
+    g2: int,
     margin: float,
     out: _Out,
-    count: wp.array(dtype=wp.int32),
-    overflow: wp.array(dtype=wp.int32),
-):
-    w = wp.tid()
+) -> int:
+    """A sphere (geom1) against a box (geom2), normal from the sphere to the box."""
+    normal_local = wp.vec3(0.0, 0.0, 0.0)
+    dist = float(0.0)
+    local = wp.quat_rotate_inv(q2, c1 - c2)  # sphere center in the box frame
+    clamped = wp.vec3(
+        wp.clamp(local[0], -s2[0], s2[0]),
+        wp.clamp(local[1], -s2[1], s2[1]),
+        wp.clamp(local[2], -s2[2], s2[2]),
+    )
+    gap = clamped - local
+    if wp.length(gap) > 1.0e-12:  # center outside the box: toward the closest surface point
+        normal_local = gap / wp.length(gap)
+        dist = wp.length(gap) - r1
+    else:  # center inside: out through the nearest face
+        face = wp.vec3(s2[0] - wp.abs(local[0]), s2[1] - wp.abs(local[1]), s2[2] - wp.abs(local[2]))
+        axis = int(0)
+        if face[1] < face[axis]:
+            axis = 1
+        if face[2] < face[axis]:
+            axis = 2
+        normal_local[axis] = -wp.sign(local[axis])
+        dist = -face[axis] - r1
+    normal = wp.quat_rotate(q2, normal_local)
+    return _emit(n, w, c1 + normal * (r1 + 0.5 * dist), normal, dist, g1, g2, margin, out)
+
+
+@wp.func
+def _box_sdf(p: wp.vec3, c: wp.vec3, q: wp.quat, s: wp.vec3) -> float:
+    """Signed distance from point ``p`` to the box (negative inside)."""
+    local = wp.quat_rotate_inv(q, p - c)
+    d = wp.vec3(wp.abs(local[0]) - s[0], wp.abs(local[1]) - s[1], wp.abs(local[2]) - s[2])
+    outside = wp.vec3(wp.max(d[0], 0.0), wp.max(d[1], 0.0), wp.max(d[2], 0.0))
+    return wp.length(outside) + wp.min(wp.max(d[0], wp.max(d[1], d[2])), 0.0)
+
+
+@wp.func
+def _capsule_box(
+    n: int,
+    w: int,
+    a: wp.vec3,
+    b: wp.vec3,
+    r1: float,
+    c2: wp.vec3,
+    q2: wp.quat,
+    s2: wp.vec3,
+    g1: int,
+    g2: int,
+    margin: float,
+    out: _Out,
+) -> int:
+    """A capsule (geom1, segment a-b, radius r1) against a box: the segment point nearest the box
+    (golden-section search on the convex distance) as a sphere contact, plus each end point that is
+    within the margin and apart from it, so a capsule lying on a face gets a line of support."""
+    lo = float(0.0)
+    hi = float(1.0)
+    for _it in range(24):  # shrinks the bracket by 0.618^24 ~ 1e-5 of the segment
+        t1 = hi - 0.618034 * (hi - lo)
+        t2 = lo + 0.618034 * (hi - lo)
+        if _box_sdf(a + (b - a) * t1, c2, q2, s2) < _box_sdf(a + (b - a) * t2, c2, q2, s2):
+            hi = t2
+        else:
+            lo = t1
+    t = 0.5 * (lo + hi)
+    n = _sphere_box(n, w, a + (b - a) * t, r1, c2, q2, s2, g1, g2, margin, out)
+    if t > 0.1:
+        n = _sphere_box(n, w, a, r1, c2, q2, s2, g1, g2, margin, out)
+    if t < 0.9:
+        n = _sphere_box(n, w, b, r1, c2, q2, s2, g1, g2, margin, out)
+    return n
+
+
+_mat43 = wp.types.matrix(shape=(4, 3), dtype=wp.float32)
+
+
+@wp.struct
+class _Manifold:
+    """Up to four contact points of a face contact: the extreme points along the reference face's
+    diagonals (so a square contact keeps its four corners), with their depths."""
+
+    pos: _mat43
+    depth: wp.vec4
+    score: wp.vec4
+
+
+@wp.func
+def _manifold_add(mf: _Manifold, p: wp.vec3, pu: float, pv: float, depth: float, margin: float) -> _Manifold:
+    out = mf
+    if depth < margin:
+        s = wp.vec4(pu + pv, pu - pv, -pu + pv, -pu - pv)
+        for k in range(4):
+            if s[k] > out.score[k]:
+                out.score[k] = s[k]
+                out.depth[k] = depth
+                out.pos[k] = p
+    return out
+
+
+@wp.func
+def _box_face_contacts(
+    n: int,
+    w: int,
+    cr: wp.vec3,
+    qr: wp.quat,
+    sr: wp.vec3,
+    k: int,
+    nr: wp.vec3,
+    ci: wp.vec3,
+    qi: wp.quat,
+    si: wp.vec3,
+    flip: float,
+    g1: int,
+    g2: int,
+    margin: float,
+    out: _Out,
+) -> int:
+    """Contacts of the incident box (ci, qi, si) against face ``k`` of the reference box, whose outward
+    normal ``nr`` points toward the incident box: the vertices of the incident face clipped to the
+    reference face (incident corners inside it, reference corners inside the incident face, and edge
+    crossings), reduced to four. The contact normal is ``flip * nr`` (from geom1 to geom2)."""
+    ku = (k + 1) % 3
+    kv = (k + 2) % 3
+    fc = cr + nr * sr[k]  # reference face center
+    u = wp.quat_rotate(qr, wp.vec3(float(ku == 0), float(ku == 1), float(ku == 2)))
+    v = wp.quat_rotate(qr, wp.vec3(float(kv == 0), float(kv == 1), float(kv == 2)))
+    hu = sr[ku]
+    hv = sr[kv]
+    # incident face: the face of the other box whose normal is most opposed to nr
+    j = int(0)
+    best = float(-1.0)
+    for a in range(3):
+        ax = wp.quat_rotate(qi, wp.vec3(float(a == 0), float(a == 1), float(a == 2)))
+        c = wp.abs(wp.dot(ax, nr))
+        if c > best:
+            best = c
+            j = a
+    aj = wp.quat_rotate(qi, wp.vec3(float(j == 0), float(j == 1), float(j == 2)))
+    ni = aj
+    if wp.dot(aj, nr) > 0.0:
+        ni = -aj
+    ic = ci + ni * si[j]  # incident face center
+    j1 = (j + 1) % 3
+    j2 = (j + 2) % 3
+    e1 = wp.quat_rotate(qi, wp.vec3(float(j1 == 0), float(j1 == 1), float(j1 == 2)))
+    e2 = wp.quat_rotate(qi, wp.vec3(float(j2 == 0), float(j2 == 1), float(j2 == 2)))
+    h1 = si[j1]
+    h2 = si[j2]
+    tol = 1.0e-6
+    mf = _Manifold()
+    mf.score = wp.vec4(-1.0e30)
+    for m in range(4):
+        sa = 2.0 * float(m & 1) - 1.0
+        sb = 2.0 * float((m >> 1) & 1) - 1.0
+        # incident corner inside the reference face
+        p = ic + e1 * (sa * h1) + e2 * (sb * h2)
+        pu = wp.dot(p - fc, u)
+        pv = wp.dot(p - fc, v)
+        if wp.abs(pu) <= hu + tol and wp.abs(pv) <= hv + tol:
+            mf = _manifold_add(mf, p, pu, pv, wp.dot(p - fc, nr), margin)
+        # reference corner, projected along nr onto the incident plane, inside the incident face
+        r = fc + u * (sa * hu) + v * (sb * hv)
+        t = wp.dot(ic - r, ni) / wp.dot(nr, ni)
+        p = r + nr * t
+        if wp.abs(wp.dot(p - ic, e1)) <= h1 + tol and wp.abs(wp.dot(p - ic, e2)) <= h2 + tol:
+            mf = _manifold_add(mf, p, sa * hu, sb * hv, t, margin)
+        # incident edge m (corner m to the next corner going around) crossing the reference edges
+        ma = 2.0 * float(((m + 1) >> 1) & 1) - 1.0  # corners in order (-,-), (+,-), (+,+), (-,+)
+        mb = 2.0 * float((m >> 1) & 1) - 1.0
+        na = 2.0 * float(((m + 2) >> 1) & 1) - 1.0
+        nb = 2.0 * float(((m + 1) >> 1) & 1) - 1.0
+        p0 = ic + e1 * (ma * h1) + e2 * (mb * h2)
+        p1 = ic + e1 * (na * h1) + e2 * (nb * h2)
+        u0 = wp.dot(p0 - fc, u)
+        v0 = wp.dot(p0 - fc, v)
+        u1 = wp.dot(p1 - fc, u)
+        v1 = wp.dot(p1 - fc, v)
+        for side in range(4):
+            bound = hu
+            if side >= 2:
+                bound = hv
+            bound = bound * (2.0 * float(side & 1) - 1.0)
+            x0 = u0
+            x1 = u1
+            y0 = v0
+            y1 = v1
+            ylim = hv
+            if side >= 2:
+                x0 = v0
+                x1 = v1
+                y0 = u0
+                y1 = u1
+                ylim = hu
+            den = x1 - x0
+            if wp.abs(den) > 1.0e-12:
+                s = (bound - x0) / den
+                if s >= 0.0 and s <= 1.0:
+                    y = y0 + (y1 - y0) * s
+                    if wp.abs(y) <= ylim + tol:
+                        p = p0 + (p1 - p0) * s
+                        pu = wp.dot(p - fc, u)
+                        pv = wp.dot(p - fc, v)
+                        mf = _manifold_add(mf, p, pu, pv, wp.dot(p - fc, nr), margin)
+    for k2 in range(4):
+        if mf.score[k2] > -1.0e29:
+            dup = int(0)
+            for k3 in range(k2):
+                if wp.length(mf.pos[k3] - mf.pos[k2]) < 1.0e-7:
+                    dup = 1
+            if dup == 0:
+                d = mf.depth[k2]
+                p = mf.pos[k2] - nr * (0.5 * d)  # halfway between the incident point and the face
+                n = _emit(n, w, p, nr * flip, d, g1, g2, margin, out)
+    return n
+
+
+@wp.func
+def _box_axis(q: wp.quat, k: int) -> wp.vec3:
+    return wp.quat_rotate(q, wp.vec3(float(k == 0), float(k == 1), float(k == 2)))
+
+
+@wp.func
+def _box_extent(q: wp.quat, s: wp.vec3, axis: wp.vec3) -> float:
+    """Half-width of the box along a unit ``axis``."""
+    return (
+        s[0] * wp.abs(wp.dot(_box_axis(q, 0), axis))
+        + s[1] * wp.abs(wp.dot(_box_axis(q, 1), axis))
+        + s[2] * wp.abs(wp.dot(_box_axis(q, 2), axis))
+    )
+
+
+@wp.func
+def _box_box(
+    n: int,
+    w: int,
+    c1: wp.vec3,
+    q1: wp.quat,
+    s1: wp.vec3,
+    c2: wp.vec3,
+    q2: wp.quat,
+    s2: wp.vec3,
+    g1: int,
+    g2: int,
+    margin: float,
+    out: _Out,
+) -> int:
+    """Two boxes by the separating-axis test over their 15 axes (Gottschalk et al. 1996; Ericson,
+    RTCD 4.4). The axis of largest separation (least penetration) decides the contact: a face axis
+    clips the other box's face against that face (up to 4 points), an edge-edge axis gives the
+    closest points of the two edges. Face axes are preferred unless an edge axis separates more by
+    a small tolerance, which keeps resting face contacts from flickering to edge contacts."""
+    d = c2 - c1
+    best = float(-1.0e30)
+    kind = int(-1)  # 0: face of box 1, 1: face of box 2, 2: edge-edge
+    idx = int(0)
+    axis = wp.vec3(0.0, 0.0, 1.0)
+    for k in range(3):
+        a = _box_axis(q1, k)
+        sep = wp.abs(wp.dot(d, a)) - s1[k] - _box_extent(q2, s2, a)
+        if sep > best:
+            best = sep
+            kind = 0
+            idx = k
+            axis = a
+    for k in range(3):
+        a = _box_axis(q2, k)
+        sep = wp.abs(wp.dot(d, a)) - s2[k] - _box_extent(q1, s1, a)
+        if sep > best + 1.0e-6:
+            best = sep
+            kind = 1
+            idx = k
+            axis = a
+    face_best = best
+    for i in range(3):
+        for j in range(3):
+            a = wp.cross(_box_axis(q1, i), _box_axis(q2, j))
+            length = wp.length(a)
+            if length > 1.0e-4:
+                a = a / length
+                sep = wp.abs(wp.dot(d, a)) - _box_extent(q1, s1, a) - _box_extent(q2, s2, a)
+                if sep > best and sep > face_best + 1.0e-4:
+                    best = sep
+                    kind = 2
+                    idx = i * 3 + j
+                    axis = a
+    if best >= margin:
+        return n
+    if wp.dot(d, axis) < 0.0:
+        axis = -axis  # from box 1 toward box 2
+    if kind == 0:
+        return _box_face_contacts(n, w, c1, q1, s1, idx, axis, c2, q2, s2, 1.0, g1, g2, margin, out)
+    if kind == 1:
+        return _box_face_contacts(n, w, c2, q2, s2, idx, -axis, c1, q1, s1, -1.0, g1, g2, margin, out)
+    # edge-edge: the edge of each box that reaches furthest toward the other
+    i = idx / 3
+    j = idx % 3
+    p1 = c1
+    p2 = c2
+    for k in range(3):
+        a1 = _box_axis(q1, k)
+        a2 = _box_axis(q2, k)
+        if k != i:
+            p1 = p1 + a1 * (s1[k] * wp.sign(wp.dot(a1, axis)))
+        if k != j:
+            p2 = p2 - a2 * (s2[k] * wp.sign(wp.dot(a2, axis)))
+    ei = _box_axis(q1, i) * s1[i]
+    ej = _box_axis(q2, j) * s2[j]
+    st = _segments_closest_t(p1 - ei, p1 + ei, p2 - ej, p2 + ej)
+    pa = p1 - ei + ei * (2.0 * st[0])
+    pb = p2 - ej + ej * (2.0 * st[1])
+    return _emit(n, w, 0.5 * (pa + pb), axis, best, g1, g2, margin, out)
+
+
+@wp.struct
+class Geoms:
+    """A model's candidate pairs and geoms, on the device (one kernel argument).
+
+    ``size`` is per env (``(nworld, ngeom)``), so objects can differ in size between envs.
+    """
+
+    pair: wp.array(dtype=wp.vec2i)  # (npair,) geom ids, geom1 type <= geom2 type
+    type: wp.array(dtype=wp.int32)  # (ngeom,)
+    body: wp.array(dtype=wp.int32)  # (ngeom,)
+    pos: wp.array(dtype=wp.vec3)  # (ngeom,) in the body frame
+    quat: wp.array(dtype=wp.quat)  # (ngeom,) (x, y, z, w), in the body frame
+    size: wp.array2d(dtype=wp.vec3)  # (nworld, ngeom) MuJoCo's size: half extents, radius, half length
+
+
+@wp.func
+def _bound(t: int, s: wp.vec3) -> float:
+    """Radius of a sphere around the geom's center that holds it."""
+    r = s[0]
+    if t == 3:
+        r = s[0] + s[1]
+    elif t == 6:
+        r = wp.length(s)
+    return r
+
+
+@wp.func
+def collide_env(
+    w: int,
+    xpos: wp.array2d(dtype=wp.vec3),
+    xquat: wp.array2d(dtype=wp.vec4),
+    g: Geoms,
+    margin: float,
+    out: _Out,
+) -> int:
+    """Write env ``w``'s contacts closer than ``margin`` into its slots; returns how many there were
+    (more than the slots when the budget overflowed)."""
     n = int(0)
-    for p in range(pair_geoms.shape[0]):
-        g1 = pair_geoms[p][0]
-        g2 = pair_geoms[p][1]
-        b1 = geom_body[g1]
-        b2 = geom_body[g2]
+    for p in range(g.pair.shape[0]):
+        g1 = g.pair[p][0]
+        g2 = g.pair[p][1]
+        b1 = g.body[g1]
+        b2 = g.body[g2]
         bq1 = xquat[w, b1]
         bq2 = xquat[w, b2]
         r1 = wp.quat(bq1[1], bq1[2], bq1[3], bq1[0])
         r2 = wp.quat(bq2[1], bq2[2], bq2[3], bq2[0])
-        c1 = xpos[w, b1] + wp.quat_rotate(r1, geom_pos[g1])  # geom centers and orientations, world
-        c2 = xpos[w, b2] + wp.quat_rotate(r2, geom_pos[g2])
-        q1 = r1 * geom_quat[g1]
-        q2 = r2 * geom_quat[g2]
-        t1 = geom_type[g1]
-        t2 = geom_type[g2]
-        s1 = geom_size[g1]
-        s2 = geom_size[g2]
+        c1 = xpos[w, b1] + wp.quat_rotate(r1, g.pos[g1])  # geom centers and orientations, world
+        c2 = xpos[w, b2] + wp.quat_rotate(r2, g.pos[g2])
+        q1 = r1 * g.quat[g1]
+        q2 = r2 * g.quat[g2]
+        t1 = g.type[g1]
+        t2 = g.type[g2]
+        s1 = g.size[w, g1]
+        s2 = g.size[w, g2]
         z1 = wp.quat_rotate(q1, wp.vec3(0.0, 0.0, 1.0))
         z2 = wp.quat_rotate(q2, wp.vec3(0.0, 0.0, 1.0))
         if t1 == 0:  # a plane: its normal is its frame's z axis
+            if wp.dot(c2 - c1, z1) - _bound(t2, s2) >= margin:
+                continue
             if t2 == 2:
                 dist = wp.dot(c2 - c1, z1) - s2[0]
                 n = _emit(n, w, c2 - z1 * (s2[0] + 0.5 * dist), z1, dist, g1, g2, margin, out)
@@ -256,67 +597,70 @@ def _collide_kernel(
                     if dist < margin and found < 4:  # MuJoCo keeps at most 4 box corners
                         found += 1
                         n = _emit(n, w, corner - z1 * (0.5 * dist), z1, dist, g1, g2, margin, out)
-        elif t1 == 2:  # a sphere
+            continue
+        if wp.length(c2 - c1) - _bound(t1, s1) - _bound(t2, s2) >= margin:
+            continue
+        if t1 == 2:  # a sphere
             if t2 == 2:
                 n = _sphere_sphere_geom(n, w, c1, s1[0], c2, s2[0], g1, g2, margin, out)
             elif t2 == 3:
                 closest = _closest_on_segment(c2 - z2 * s2[1], c2 + z2 * s2[1], c1)
                 n = _sphere_sphere_geom(n, w, c1, s1[0], closest, s2[0], g1, g2, margin, out)
             elif t2 == 6:
-                normal_local = wp.vec3(0.0, 0.0, 0.0)
-                dist = float(0.0)
-                local = wp.quat_rotate_inv(q2, c1 - c2)  # sphere center in the box frame
-                clamped = wp.vec3(
-                    wp.clamp(local[0], -s2[0], s2[0]),
-                    wp.clamp(local[1], -s2[1], s2[1]),
-                    wp.clamp(local[2], -s2[2], s2[2]),
-                )
-                gap = clamped - local
-                if wp.length(gap) > 1.0e-12:  # center outside the box: toward the closest surface point
-                    normal_local = gap / wp.length(gap)
-                    dist = wp.length(gap) - s1[0]
-                else:  # center inside: out through the nearest face
-                    face = wp.vec3(s2[0] - wp.abs(local[0]), s2[1] - wp.abs(local[1]), s2[2] - wp.abs(local[2]))
-                    axis = int(0)
-                    if face[1] < face[axis]:
-                        axis = 1
-                    if face[2] < face[axis]:
-                        axis = 2
-                    normal_local[axis] = -wp.sign(local[axis])
-                    dist = -face[axis] - s1[0]
-                normal = wp.quat_rotate(q2, normal_local)
-                n = _emit(n, w, c1 + normal * (s1[0] + 0.5 * dist), normal, dist, g1, g2, margin, out)
-        elif t1 == 3 and t2 == 3:  # two capsules: their segments' closest points as spheres
-            e1a = c1 - z1 * s1[1]
-            e1b = c1 + z1 * s1[1]
-            e2a = c2 - z2 * s2[1]
-            e2b = c2 + z2 * s2[1]
-            st = _segments_closest_t(e1a, e1b, e2a, e2b)
-            pa = e1a + (e1b - e1a) * st[0]
-            pb = e2a + (e2b - e2a) * st[1]
-            n = _sphere_sphere_geom(n, w, pa, s1[0], pb, s2[0], g1, g2, margin, out)
+                n = _sphere_box(n, w, c1, s1[0], c2, q2, s2, g1, g2, margin, out)
+        elif t1 == 3:
+            if t2 == 3:  # two capsules: their segments' closest points as spheres
+                e1a = c1 - z1 * s1[1]
+                e1b = c1 + z1 * s1[1]
+                e2a = c2 - z2 * s2[1]
+                e2b = c2 + z2 * s2[1]
+                st = _segments_closest_t(e1a, e1b, e2a, e2b)
+                pa = e1a + (e1b - e1a) * st[0]
+                pb = e2a + (e2b - e2a) * st[1]
+                n = _sphere_sphere_geom(n, w, pa, s1[0], pb, s2[0], g1, g2, margin, out)
+            elif t2 == 6:
+                n = _capsule_box(n, w, c1 - z1 * s1[1], c1 + z1 * s1[1], s1[0], c2, q2, s2, g1, g2, margin, out)
+        elif t1 == 6 and t2 == 6:
+            n = _box_box(n, w, c1, q1, s1, c2, q2, s2, g1, g2, margin, out)
+    return n
+
+
+@wp.kernel
+def _collide_kernel(
+    xpos: wp.array2d(dtype=wp.vec3),
+    xquat: wp.array2d(dtype=wp.vec4),
+    g: Geoms,
+    margin: float,
+    out: _Out,
+    count: wp.array(dtype=wp.int32),
+    overflow: wp.array(dtype=wp.int32),
+):
+    w = wp.tid()
+    n = collide_env(w, xpos, xquat, g, margin, out)
     count[w] = wp.min(n, out.pos.shape[1])
     overflow[w] = wp.max(n - out.pos.shape[1], 0)
 
 
-def collide(
-    plan: CollisionPlan, xpos: wp.array, xquat: wp.array, max_contacts: int, margin: float = 0.0
-) -> Contacts:
-    """Contacts of every env for body poses ``xpos``/``xquat`` ``(nworld, nbody)``."""
-    nworld, device = xpos.shape[0], xpos.device
+def make_slots(nworld: int, max_contacts: int, device) -> _Out:
+    """Zeroed contact slots for ``nworld`` envs of ``max_contacts`` each."""
     slots = _Out()
     slots.pos = wp.zeros((nworld, max_contacts), dtype=wp.vec3, device=device)
     slots.normal = wp.zeros((nworld, max_contacts), dtype=wp.vec3, device=device)
     slots.dist = wp.zeros((nworld, max_contacts), dtype=wp.float32, device=device)
     slots.geom = wp.zeros((nworld, max_contacts), dtype=wp.vec2i, device=device)
+    return slots
+
+
+def collide(plan: CollisionPlan, xpos: wp.array, xquat: wp.array, max_contacts: int, margin: float = 0.0) -> Contacts:
+    """Contacts of every env for body poses ``xpos``/``xquat`` ``(nworld, nbody)``."""
+    nworld, device = xpos.shape[0], xpos.device
+    slots = make_slots(nworld, max_contacts, device)
     count = wp.zeros(nworld, dtype=wp.int32, device=device)
     overflow = wp.zeros(nworld, dtype=wp.int32, device=device)
-    p = plan
-    geoms = [p.pair_geoms, p.geom_type, p.geom_body, p.geom_pos, p.geom_quat, p.geom_size]
     wp.launch(
         _collide_kernel,
         dim=nworld,
-        inputs=[xpos, xquat, *geoms, float(margin)],
+        inputs=[xpos, xquat, plan.geoms, float(margin)],
         outputs=[slots, count, overflow],
         device=device,
     )
