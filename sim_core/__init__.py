@@ -16,7 +16,7 @@ from .errors import (
     SimCoreError,
     UnsupportedModelError,
 )
-from .options import ProfilingOptions, SimOptions
+from .options import ProfilingOptions, RigidOptions, SimOptions
 from .runtime import Backend, cpu, destroy, gpu, init, is_initialized, synchronize
 from .scene import Scene
 
@@ -32,6 +32,7 @@ __all__ = [
     "Backend",
     "Scene",
     "SimOptions",
+    "RigidOptions",
     "ProfilingOptions",
     "SimCoreError",
     "ShapeError",

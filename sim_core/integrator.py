@@ -33,6 +33,7 @@ __all__ = [
     "emit_unit_solve_func",
     "emit_limit_func",
     "factor_size",
+    "factor_names",
 ]
 
 LIMIT_SWEEPS = 4
@@ -44,7 +45,7 @@ def factor_size(t: Tree) -> int:
     return sum(len(t.ancestors(i)) for i in range(t.m.nv)) + t.m.nv
 
 
-def _factor_names(t: Tree) -> list[str]:
+def factor_names(t: Tree) -> list[str]:
     names = [f"a{i}_{j}" for i in range(t.m.nv) for j in t.ancestors(i)]
     return names + [f"dinv{i}" for i in range(t.m.nv)]
 
@@ -63,7 +64,7 @@ def emit_unit_solve_func(t: Tree, e: Emitter) -> None:
     e("@wp.func")
     e("def _unit_solve(fac: vec_fac, k: int) -> vec_nv:")
     with e.indent():
-        for n, name in enumerate(_factor_names(t)):
+        for n, name in enumerate(factor_names(t)):
             e(f"{name} = fac[{n}]")
         emit_solve(t, e, [f"wp.where(k == {i}, 1.0, 0.0)" for i in range(nv)], "x")
         e(f"return vec_nv({', '.join(f'x{i}' for i in range(nv))})")
@@ -100,7 +101,7 @@ def emit_limits(t: Tree, e: Emitter, dt: str) -> None:
             e("_any = True")
     e("if _any:")
     with e.indent():
-        e(f"_fac = vec_fac({', '.join(_factor_names(t))})")
+        e(f"_fac = vec_fac({', '.join(factor_names(t))})")
         e(f"_v = vec_nv({', '.join(f'v{i}' for i in range(nv))})")
         limited = {lim[0] for lim in lims}
         e(f"_side = vec_nv({', '.join(f'side{i}' if i in limited else '0.0' for i in range(nv))})")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .errors import InvalidValueError
 
-__all__ = ["SimOptions", "ProfilingOptions"]
+__all__ = ["SimOptions", "RigidOptions", "ProfilingOptions"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,35 @@ class SimOptions:
     @property
     def substep_dt(self) -> float:
         return self.dt / self.substeps
+
+
+@dataclass(frozen=True)
+class RigidOptions:
+    """Contact options (named after Genesis World's ``RigidOptions``).
+
+    Attributes:
+        enable_collision: detect and solve contacts. A model without colliding geom pairs steps
+            without any contact code either way.
+        max_contacts: contact budget of each env; None sizes it from the model's candidate pairs
+            (the most contacts each pair type produces), capped at 64. Contacts beyond it are
+            dropped and counted (``get_contact_overflow``, ``get_error_envs_mask``).
+        iterations: Gauss-Seidel sweeps over the contact rows per substep.
+        contact_margin: pairs closer than this (m) become contacts; those not yet touching are
+            speculative, so fast bodies stop at the surface instead of passing into it.
+    """
+
+    enable_collision: bool = True
+    max_contacts: int | None = None
+    iterations: int = 20
+    contact_margin: float = 0.01
+
+    def __post_init__(self):
+        if self.max_contacts is not None and (int(self.max_contacts) != self.max_contacts or self.max_contacts < 1):
+            raise InvalidValueError(f"max_contacts: expected None or an integer >= 1, got {self.max_contacts!r}")
+        if int(self.iterations) != self.iterations or self.iterations < 1:
+            raise InvalidValueError(f"iterations: expected an integer >= 1, got {self.iterations!r}")
+        if not (float(self.contact_margin) >= 0.0):
+            raise InvalidValueError(f"contact_margin: expected a distance >= 0 in m, got {self.contact_margin!r}")
 
 
 @dataclass

@@ -23,7 +23,7 @@ from .errors import AlreadyBuiltError, InvalidValueError, NotBuiltError
 from .fps import FPSMeter
 from .materials import Rigid
 from .morphs import Morph
-from .options import ProfilingOptions, SimOptions
+from .options import ProfilingOptions, RigidOptions, SimOptions
 from .solver import RigidSolver
 from .types import Model
 
@@ -42,16 +42,19 @@ class Scene:
 
     Args:
         sim_options: time step, substeps, gravity.
+        rigid_options: contacts (budget, solver sweeps, margin).
         profiling_options: FPS meter (on by default, as in Genesis).
     """
 
     def __init__(
         self,
         sim_options: SimOptions | None = None,
+        rigid_options: RigidOptions | None = None,
         profiling_options: ProfilingOptions | None = None,
     ):
         runtime.current()  # raises before init()
         self.sim_options = sim_options or SimOptions()
+        self.rigid_options = rigid_options or RigidOptions()
         self.profiling_options = profiling_options or ProfilingOptions()
         self.entities: list[RigidEntity] = []
         self.sim: Simulator | None = None
@@ -101,7 +104,7 @@ class Scene:
             entity_materials=[e.material for e in self.entities],
         )
         self.mjspec, self.mjmodel, self.model = spec, mjm, io.model_from_mj(mjm)
-        solver = RigidSolver(self.model, int(n_envs), o, rt.device, rt.wp_device)
+        solver = RigidSolver(self.model, int(n_envs), o, rt.device, rt.wp_device, self.rigid_options)
         for entity, rng in zip(self.entities, ranges, strict=True):
             entity._bind(solver, rng)
         self.n_envs, self.env_spacing = int(n_envs), spacing

@@ -6,42 +6,58 @@ import numpy as np
 import torch
 import warp as wp
 
-from . import _select, io, step
+from . import _select, collision, contact_solver, integrator, io, step
 from .codegen import Tree
 from .errors import InvalidValueError
-from .options import SimOptions
+from .options import RigidOptions, SimOptions
+from .transforms import contact_frame
 from .types import Data, Model
 
 __all__ = ["RigidSolver"]
 
 
 @wp.kernel(enable_backward=False)
-def _nonfinite_rows(
-    qpos: wp.array2d(dtype=wp.float32), qvel: wp.array2d(dtype=wp.float32), bad: wp.array(dtype=wp.bool)
+def _error_rows(
+    qpos: wp.array2d(dtype=wp.float32),
+    qvel: wp.array2d(dtype=wp.float32),
+    overflow: wp.array(dtype=wp.int32),
+    bad: wp.array(dtype=wp.bool),
 ):
     """``bad[w]``: some coordinate of env ``w`` is NaN or inf (a sum is non-finite iff a term is, or it
-    overflows, which a sane state never does)."""
+    overflows, which a sane state never does), or its last step dropped contacts."""
     w = wp.tid()
     total = float(0.0)
     for i in range(qpos.shape[1]):
         total += qpos[w, i]
     for i in range(qvel.shape[1]):
         total += qvel[w, i]
-    bad[w] = not wp.isfinite(total)
+    bad[w] = not wp.isfinite(total) or overflow[w] > 0
+
+
+# most contacts one pair of geom types produces (collision.py), for sizing the default budget
+_PAIR_CONTACTS = {(0, 2): 1, (0, 3): 2, (0, 6): 4, (3, 6): 3, (6, 6): 4}
 
 
 class RigidSolver:
     """Batched articulated-body solver over ``nworld = max(n_envs, 1)`` copies of one model."""
 
-    def __init__(self, model: Model, n_envs: int, options: SimOptions, device: torch.device, wp_device: str):
+    def __init__(
+        self,
+        model: Model,
+        n_envs: int,
+        options: SimOptions,
+        device: torch.device,
+        wp_device: str,
+        rigid_options: RigidOptions | None = None,
+    ):
         self.model = model
         self.n_envs = n_envs
         self.nworld = max(n_envs, 1)
         self.options = options
+        self.rigid_options = rigid_options or RigidOptions()
         self.device = device
         self.wp_device = wp_device
         self.tree = Tree(model)
-        self.kernels = step.load_kernels(self.tree, options.substeps)
         self.data: Data = io.make_data(model, self.nworld, wp_device)
         self._gravity = wp.vec3(*options.gravity)
         self._graph = None
@@ -50,19 +66,64 @@ class RigidSolver:
         self.t = {name: wp.to_torch(getattr(self.data, name)) for name in Data.__dataclass_fields__}
         self._init = {name: self.t[name][:1].clone() for name in self._RESET_FIELDS}
         o = options
-        self._step_cmd = step.record_step(self.kernels, self.data, self._gravity, o.substep_dt, o.substeps)
+        contact_args = self._init_contacts()
+        self.kernels = step.load_kernels(self.tree, options.substeps, contacts=contact_args is not None)
+        self._step_cmd = step.record_step(
+            self.kernels, self.data, self._gravity, o.substep_dt, o.substeps, contact_args
+        )
         self._poses_fresh = False  # False: some env's poses may be out of date (see _stale)
         self._stale = torch.ones(self.nworld, dtype=torch.bool, device=device)  # per env, on the device
         self._fk_cmd = step.record_fk(self.kernels, self.data, wp.from_torch(self._stale, dtype=wp.bool))
         self._bad = torch.empty(self.nworld, dtype=torch.bool, device=device)
         self._bad_cmd = wp.launch(
-            _nonfinite_rows,
+            _error_rows,
             dim=self.nworld,
-            inputs=[self.data.qpos, self.data.qvel],
+            inputs=[self.data.qpos, self.data.qvel, wp.from_torch(self._overflow)],
             outputs=[wp.from_torch(self._bad)],
             device=wp_device,
             record_cmd=True,
         )
+
+    def _init_contacts(self) -> list | None:
+        """Contact buffers and tables (``self.contacts``, None without colliding pairs); returns the
+        step's extra arguments."""
+        mjm, ro = self.model.mjmodel, self.rigid_options
+        self.contacts = None
+        self._overflow = torch.zeros(self.nworld, dtype=torch.int32, device=self.device)
+        if not ro.enable_collision:
+            return None
+        plan = collision.CollisionPlan.build(mjm, self.wp_device, self.nworld)
+        if len(plan.pairs) == 0:
+            return None
+        if ro.max_contacts is None:
+            types = [(int(mjm.geom_type[a]), int(mjm.geom_type[b])) for a, b in plan.pairs]
+            self.max_contacts = min(sum(_PAIR_CONTACTS.get(k, 1) for k in types), 64)
+        else:
+            self.max_contacts = int(ro.max_contacts)
+        slots = collision.make_slots(self.nworld, self.max_contacts, self.wp_device)
+        cd = contact_solver.make_contact_data(
+            slots,
+            self.nworld,
+            self.max_contacts,
+            self.model.nv,
+            integrator.factor_size(self.tree),
+            mjm.geom_friction[:, 0],
+            self.wp_device,
+        )
+        cm = contact_solver.build_contact_model(self.model, mjm, self.wp_device)
+        self.plan, self.contacts = plan, cd
+        self._overflow = wp.to_torch(cd.overflow)
+        self.tc = {  # torch views of the contact buffers
+            "pos": wp.to_torch(slots.pos),
+            "normal": wp.to_torch(slots.normal),
+            "dist": wp.to_torch(slots.dist),
+            "geom": wp.to_torch(slots.geom),
+            "count": wp.to_torch(cd.count),
+            "force": wp.to_torch(cd.force),
+            "friction": wp.to_torch(cd.friction),
+            "geom_size": wp.to_torch(plan.geoms.size),
+        }
+        return [plan.geoms, cm, cd, float(ro.contact_margin), int(ro.iterations)]
 
     _RESET_FIELDS = (
         "qpos",
@@ -136,13 +197,18 @@ class RigidSolver:
         for name in self._RESET_FIELDS:
             target = self.t[name]
             _select.write(target, slice(None), sel, self._init[name][0].to(target.dtype), False, self.n_envs)
+        if self.contacts is not None:
+            for name in ("count", "force"):
+                _select.write(self.tc[name], slice(None), sel, torch.zeros_like(self.tc[name][0]), False, self.n_envs)
+        _select.write(self._overflow[:, None], slice(None), sel, torch.zeros(1, dtype=torch.int32), False, self.n_envs)
         self.state_changed(sel)
 
     def get_error_envs_mask(self) -> torch.Tensor:
-        """``([n_envs,])`` bool, True where an env's state is not finite (NaN or inf in qpos or qvel).
+        """``([n_envs,])`` bool, True where an env's state is not finite (NaN or inf in qpos or qvel)
+        or its last step dropped contacts for want of budget (``get_contact_overflow``).
 
         One small kernel on the device, no host read; an env stays flagged until its state is set
-        or reset to finite values.
+        or reset to finite values (overflow: until its next step or reset).
         """
         self._bad_cmd.launch()
         bad = self._bad.clone()
@@ -185,3 +251,42 @@ class RigidSolver:
     def dof_qposadr(self) -> np.ndarray:
         """(nv,) qpos column of each hinge/slide dof, -1 for a free joint's dofs."""
         return self.tree.dof_qadr.copy()
+
+    def get_contact_overflow(self) -> torch.Tensor:
+        """``([n_envs,])`` int32: contacts each env had to drop in its last step because its budget
+        (``max_contacts``) was full (the most in any substep); 0 everywhere without contacts."""
+        return self._overflow[0] if self.n_envs == 0 else self._overflow
+
+    def get_contacts(self) -> dict[str, torch.Tensor]:
+        """The contacts of the last substep of the last step, per env slot (Genesis' layout).
+
+        Keys, each ``([n_envs,] max_contacts, ...)``: ``geom_a``, ``geom_b`` (geom ids; the normal
+        points from a to b), ``link_a``, ``link_b`` (body ids), ``position`` (3, m, midway between
+        the surfaces), ``normal`` (3), ``dist`` (signed gap, m; negative: penetration, positive:
+        a speculative contact within the margin), ``force`` (3, N, world frame, on b; a receives
+        the opposite), ``valid_mask`` (bool: slots beyond the env's contact count hold stale data,
+        zeroed here). Positions are those at the start of the substep, before integration.
+        """
+        if self.contacts is None:
+            raise InvalidValueError("get_contacts: this scene has no colliding geom pairs (or collision is off)")
+        tc = self.tc
+        valid = torch.arange(self.max_contacts, device=self.device)[None, :] < tc["count"][:, None]
+        normal = tc["normal"]
+        t1, t2 = contact_frame(normal)
+        f = tc["force"]
+        force = normal * f[..., :1] + t1 * f[..., 1:2] + t2 * f[..., 2:3]
+        geom = tc["geom"].long()
+        body = torch.as_tensor(self.model.mjmodel.geom_bodyid, device=self.device)[geom]
+        v3 = valid[..., None]
+        out = {
+            "geom_a": torch.where(valid, geom[..., 0], -1),
+            "geom_b": torch.where(valid, geom[..., 1], -1),
+            "link_a": torch.where(valid, body[..., 0], -1),
+            "link_b": torch.where(valid, body[..., 1], -1),
+            "position": torch.where(v3, tc["pos"], 0.0),
+            "normal": torch.where(v3, normal, 0.0),
+            "dist": torch.where(valid, tc["dist"], 0.0),
+            "force": torch.where(v3, force, 0.0),
+            "valid_mask": valid,
+        }
+        return {k: v[0] for k, v in out.items()} if self.n_envs == 0 else out

@@ -41,7 +41,7 @@ _HEADER = """\
 import warp as wp
 
 from sim_core.quaternion import quat_integrate, quat_wxyz
-
+{contact_imports}
 wp.set_module_options({{"enable_backward": False}})
 
 vec_nv = wp.types.vector(length={nv}, dtype=wp.float32)
@@ -73,15 +73,50 @@ def _emit_dynamics(t: Tree, e: Emitter) -> None:
     actuation.emit_actuation(t, e)
 
 
-def generate_source(t: Tree, substeps: int = 1) -> str:
+_CONTACT_IMPORTS = """\
+from sim_core.collision import Geoms, collide_env
+from sim_core.contact_solver import ContactData, ContactModel, solve_contacts
+"""
+_CONTACT_ARGS = (
+    "xpos_s: wp.array2d(dtype=wp.vec3), xquat_s: wp.array2d(dtype=wp.vec4), geoms: Geoms, "
+    "cm: ContactModel, cd: ContactData, margin: float, iterations: int"
+)
+
+
+def _emit_contacts(t: Tree, e: Emitter) -> None:
+    """Poses at this substep's positions, collision detection, then the contact solver correcting
+    ``v{i}`` (see ``contact_solver.py``)."""
+    m = t.m
+    kinematics.emit_fk(t, e)
+    kinematics.emit_store_poses(t, e, "xpos_s", "xquat_s")
+    e("_nc = collide_env(w, xpos_s, xquat_s, geoms, margin, cd.slots)")
+    e("_ncs = wp.min(_nc, cd.slots.pos.shape[1])")
+    e("cd.count[w] = _ncs")
+    e("_ovf = wp.max(_ovf, _nc - _ncs)")
+    e("if _ncs > 0:")
+    with e.indent():
+        for k, name in enumerate(integrator.factor_names(t)):
+            e(f"cd.fac[w, {k}] = {name}")
+        for i in range(m.nv):
+            e(f"cd.vel[w, {i}] = v{i}")
+        e("solve_contacts(cm, cd, xpos_s, xquat_s, w, _ncs, dt, iterations)")
+        for i in range(m.nv):
+            e(f"v{i} = cd.vel[w, {i}]")
+
+
+def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
     """Python/Warp source of the ``fk``, ``forward`` and ``step`` kernels for the tree's model.
 
     With ``substeps == 1`` the step is emitted without a loop (a loop over substeps keeps the
-    compiler from optimizing across the state variables it carries; measured 1.5x slower).
+    compiler from optimizing across the state variables it carries; measured 1.5x slower). With
+    ``contacts`` the step detects and solves contacts every substep and takes the contact buffers.
     """
     m = t.m
     e = Emitter()
-    for line in _HEADER.format(nv=m.nv, nfac=integrator.factor_size(t)).splitlines():
+    header = _HEADER.format(
+        nv=m.nv, nfac=integrator.factor_size(t), contact_imports=_CONTACT_IMPORTS if contacts else ""
+    )
+    for line in header.splitlines():
         e(line)
     e("")
     integrator.emit_unit_solve_func(t, e)
@@ -122,25 +157,35 @@ def generate_source(t: Tree, substeps: int = 1) -> str:
     e("")
 
     e("@wp.kernel")
+    extra = f", {_CONTACT_ARGS}" if contacts else ""
     e(
         f"def step({_STATE_ARGS}, {_CONTROL_ARGS}, gravity: wp.vec3, dt: float, nsub: int, "
-        f"qfrc_actuator_out: {_F}):"
+        f"qfrc_actuator_out: {_F}{extra}):"
     )
     with e.indent():
         _emit_load_state(t, e)
         actuation.emit_load_controls(t, e)
+        if contacts:
+            e("_ovf = int(0)")
         if substeps > 1:
             for i in range(m.nv):  # defined before the loop so they outlive it
                 e(f"fa{i} = float(0.0)")
             e("for _sub in range(nsub):")
             e.depth += 1
+        if contacts:
+            for i in range(m.nv):
+                e(f"cd.vel0[w, {i}] = v{i}")
         _emit_dynamics(t, e)
         integrator.emit_velocity_update(t, e, "dt")
         for i in range(m.nv):
             e(f"v{i} = v{i} + dt * acc{i}")
         integrator.emit_limits(t, e, "dt")
+        if contacts:
+            _emit_contacts(t, e)
         integrator.emit_positions(t, e, "dt")
         e.depth -= 1 if substeps > 1 else 0
+        if contacts:
+            e("cd.overflow[w] = _ovf")
         for k in range(m.nq):
             e(f"qpos[w, {k}] = q{k}")
         for i in range(m.nv):
@@ -163,9 +208,9 @@ class Kernels:
         self.step = module.step
 
 
-def load_kernels(t: Tree, substeps: int = 1) -> Kernels:
+def load_kernels(t: Tree, substeps: int = 1, contacts: bool = False) -> Kernels:
     """Generate (or reuse) the model's kernel module and import it."""
-    source = generate_source(t, substeps)
+    source = generate_source(t, substeps, contacts)
     name = "sim_core_gen_" + hashlib.sha256(source.encode()).hexdigest()[:16]
     if name in sys.modules:
         return Kernels(sys.modules[name])
@@ -186,14 +231,19 @@ def _control_inputs(d: Data) -> list:
     return [getattr(d, name) for name in actuation.CONTROL_ARRAYS]
 
 
-def record_step(k: Kernels, d: Data, gravity: wp.vec3, dt: float, nsub: int) -> wp.Launch:
+def record_step(
+    k: Kernels, d: Data, gravity: wp.vec3, dt: float, nsub: int, contact_args: list | None = None
+) -> wp.Launch:
     """The launch advancing every env by ``nsub`` substeps of ``dt`` seconds (in place), recorded
-    once with its arguments packed, so ``.launch()`` costs no per-step argument handling."""
+    once with its arguments packed, so ``.launch()`` costs no per-step argument handling.
+    ``contact_args``: ``[geoms, contact_model, contact_data, margin, iterations]`` for a step
+    generated with contacts."""
+    extra = [d.xpos, d.xquat, *contact_args] if contact_args else []
     return wp.launch(
         k.step,
         dim=d.qpos.shape[0],
         inputs=[d.qpos, d.qvel, *_control_inputs(d), gravity, dt, nsub],
-        outputs=[d.qfrc_actuator],
+        outputs=[d.qfrc_actuator, *extra],
         device=d.qpos.device,
         record_cmd=True,
     )
