@@ -21,7 +21,9 @@ along them (geom2's body minus geom1's, the normal pointing from geom1 to geom2)
   the disc), target tangential velocity zero, so objects at rest on a slope stick without creep.
   ``mu`` is the larger of the two geoms' sliding friction, as in MuJoCo.
 
-Rows are swept in contact order for a fixed number of iterations (deterministic). ``A^-1`` is
+Rows are swept in contact order for a fixed number of iterations (deterministic), starting from the
+last substep's impulses where a slot holds the same geom pair again (warm start, as in Box2D and
+Bullet), which is what lets a stack of boxes settle without creeping. ``A^-1`` is
 applied with the packed ``L^T D L`` factor the step already computed, restricted to the dof ranges of
 the two bodies' kinematic trees (the factor is block-diagonal by tree).
 """
@@ -36,7 +38,7 @@ from .types import JointType, Model
 
 wp.set_module_options({"enable_backward": False})
 
-__all__ = ["ContactModel", "ContactData", "solve_contacts", "build_contact_model", "make_contact_data"]
+__all__ = ["ContactModel", "ContactData", "solve_contacts", "forget_contacts", "build_contact_model", "make_contact_data"]
 
 _vec5 = wp.types.vector(length=5, dtype=wp.float32)
 
@@ -77,6 +79,7 @@ class ContactData:
     ajac: wp.array3d(dtype=wp.float32)  # (nworld, 3 * max_contacts, nv) A^-1 J^T columns
     diag: wp.array2d(dtype=wp.float32)  # (nworld, 3 * max_contacts) W_rr = J_r A^-1 J_r^T
     lam: wp.array2d(dtype=wp.float32)  # (nworld, 3 * max_contacts) impulses, N s
+    lam_geom: wp.array2d(dtype=wp.vec2i)  # (nworld, max_contacts) the pair each slot's lam belongs to
 
 
 @wp.func
@@ -227,7 +230,13 @@ def _build_rows(
         for i in range(tb[0], tb[1]):
             diag += cd.jac[w, r, i] * cd.ajac[w, r, i]
         cd.diag[w, r] = wp.max(diag, 1.0e-12)
-        cd.lam[w, r] = 0.0
+        # warm start: a slot holding the same geom pair as in the last substep starts from its impulse
+        lam = float(0.0)
+        prev = cd.lam_geom[w, c]
+        if prev[0] == g[0] and prev[1] == g[1]:
+            lam = cd.lam[w, r]
+            _apply(cd, w, r, lam, ta, tb)
+        cd.lam[w, r] = lam
 
 
 @wp.func
@@ -290,6 +299,17 @@ def solve_contacts(
     for c in range(nc):
         r = 3 * c
         cd.force[w, c] = wp.vec3(cd.lam[w, r], cd.lam[w, r + 1], cd.lam[w, r + 2]) / dt
+        cd.lam_geom[w, c] = cd.slots.geom[w, c]
+    forget_contacts(cd, w, nc)
+
+
+@wp.func
+def forget_contacts(cd: ContactData, w: int, start: int):
+    """Drop the warm-start impulses of env ``w``'s slots from ``start`` on."""
+    for c in range(start, cd.lam_geom.shape[1]):
+        if cd.lam_geom[w, c][0] < 0:
+            break  # the rest were forgotten already
+        cd.lam_geom[w, c] = wp.vec2i(-1, -1)
 
 
 def build_contact_model(m: Model, mjm, device: str) -> ContactModel:
@@ -360,4 +380,5 @@ def make_contact_data(slots: _Out, nworld: int, max_contacts: int, nv: int, nfac
     cd.ajac = wp.zeros((nworld, 3 * max_contacts, nv), dtype=wp.float32, device=device)
     cd.diag = wp.zeros((nworld, 3 * max_contacts), dtype=wp.float32, device=device)
     cd.lam = wp.zeros((nworld, 3 * max_contacts), dtype=wp.float32, device=device)
+    cd.lam_geom = wp.full((nworld, max_contacts), wp.vec2i(-1, -1), dtype=wp.vec2i, device=device)
     return cd

@@ -122,7 +122,9 @@ class RigidSolver:
             "force": wp.to_torch(cd.force),
             "friction": wp.to_torch(cd.friction),
             "geom_size": wp.to_torch(plan.geoms.size),
+            "lam_geom": wp.to_torch(cd.lam_geom),
         }
+        self._contact_init = {k: self.tc[k][0].clone() for k in ("count", "force", "lam_geom")}
         return [plan.geoms, cm, cd, float(ro.contact_margin), int(ro.iterations)]
 
     _RESET_FIELDS = (
@@ -198,8 +200,8 @@ class RigidSolver:
             target = self.t[name]
             _select.write(target, slice(None), sel, self._init[name][0].to(target.dtype), False, self.n_envs)
         if self.contacts is not None:
-            for name in ("count", "force"):
-                _select.write(self.tc[name], slice(None), sel, torch.zeros_like(self.tc[name][0]), False, self.n_envs)
+            for name in ("count", "force", "lam_geom"):
+                _select.write(self.tc[name], slice(None), sel, self._contact_init[name], False, self.n_envs)
         _select.write(self._overflow[:, None], slice(None), sel, torch.zeros(1, dtype=torch.int32), False, self.n_envs)
         self.state_changed(sel)
 

@@ -75,7 +75,7 @@ def _emit_dynamics(t: Tree, e: Emitter) -> None:
 
 _CONTACT_IMPORTS = """\
 from sim_core.collision import Geoms, collide_env
-from sim_core.contact_solver import ContactData, ContactModel, solve_contacts
+from sim_core.contact_solver import ContactData, ContactModel, forget_contacts, solve_contacts
 """
 _CONTACT_ARGS = (
     "xpos_s: wp.array2d(dtype=wp.vec3), xquat_s: wp.array2d(dtype=wp.vec4), geoms: Geoms, "
@@ -102,6 +102,8 @@ def _emit_contacts(t: Tree, e: Emitter) -> None:
         e("solve_contacts(cm, cd, xpos_s, xquat_s, w, _ncs, dt, iterations)")
         for i in range(m.nv):
             e(f"v{i} = cd.vel[w, {i}]")
+    e("else:")
+    e("    forget_contacts(cd, w, 0)")
 
 
 def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
