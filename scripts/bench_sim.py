@@ -5,14 +5,16 @@ What it measures
 ----------------
 For each batch size ``n_envs`` (default 1, 64, 1024, 4096, 16384):
 
-* **sim_core**: one scene (``Plane`` + bundled ``franka_panda`` MJCF) built with ``n_envs`` envs.
+* **sim_core**: one scene built with ``n_envs`` envs: ``arm`` is a ``Plane`` and the bundled
+  ``franka_panda`` MJCF; ``arm_cube`` adds a free 5 cm cube on the floor in front of the arm (contacts
+  of the hand and finger pads with the floor and the cube, of the cube with the floor).
   After a few warm-up steps, ``sc.synchronize()`` is called and the clock starts; every timed
   step draws FRESH uniform random position targets inside each joint's range
   (``scene.mjmodel.jnt_range``) with ``torch.rand`` on the simulation device, passes them to
   ``franka.control_dofs_position`` and calls ``scene.step()``. ``sc.synchronize()`` is called
   again before the clock is read at the end. Result: env-steps/s = n_envs * steps / seconds.
-  Target generation and the control call are inside the timed region. Contacts with the plane are
-  part of the scene.
+  Target generation and the control call are inside the timed region. Contacts are on in both
+  simulators (the random targets swing the arm into the floor and the cube now and then).
 * **MuJoCo C reference**: ``mujoco.rollout`` on the SAME compiled model (``scene.mjmodel``: same
   timestep = dt / substeps, same integrator; minus its visual-only geoms, which only pictures use)
   from ``n_envs`` initial states (the sim's initial qpos), with uniform random controls inside
@@ -66,10 +68,12 @@ import torch
 from mujoco import rollout as mj_rollout
 
 DEFAULT_N_ENVS = (1, 64, 1024, 4096, 16384)
+SCENES = ("arm", "arm_cube")
 
 
 @dataclass
 class SizeResult:
+    scene: str
     n_envs: int
     sim_steps: int
     sim_seconds: float
@@ -105,6 +109,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--warmup", type=int, default=5, help="untimed warm-up steps (default: 5)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument(
+        "--scene",
+        choices=SCENES,
+        nargs="+",
+        default=list(SCENES),
+        help="arm: floor + Franka; arm_cube: floor + Franka + a free cube (default: both)",
+    )
     p.add_argument("--quick", action="store_true", help="short run (~20k env-steps per size)")
     p.add_argument(
         "--skip-compile",
@@ -199,15 +210,28 @@ def ctrl_ranges(model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
     return lo, hi
 
 
-def bench_sim_core(sc: Any, n_envs: int, steps: int, args: argparse.Namespace):
+CUBE_POS = (0.5, 0.0, 0.025)  # a 5 cm cube on the floor in front of the arm, within its reach
+
+
+def add_entities(sc: Any, scene: Any, kind: str) -> Any:
+    """Floor + Franka (+ a free 5 cm, 125 g cube for ``arm_cube``); returns the Franka."""
+    scene.add_entity(sc.morphs.Plane())
+    franka = scene.add_entity(sc.morphs.MJCF(file="franka_panda"))
+    if kind == "arm_cube":
+        scene.add_entity(
+            sc.morphs.Box(size=(0.05, 0.05, 0.05), pos=CUBE_POS), material=sc.materials.Rigid(rho=1000.0)
+        )
+    return franka
+
+
+def bench_sim_core(sc: Any, n_envs: int, steps: int, args: argparse.Namespace, kind: str):
     """Build the scene, time ``steps`` steps with fresh random targets. Returns scene + stats."""
     t_build = time.perf_counter()
     scene = sc.Scene(
         sim_options=sc.SimOptions(dt=0.01, substeps=1),
         profiling_options=sc.ProfilingOptions(show_FPS=False),
     )
-    scene.add_entity(sc.morphs.Plane())
-    franka = scene.add_entity(sc.morphs.MJCF(file="franka_panda"))
+    franka = add_entities(sc, scene, kind)
     scene.build(n_envs=n_envs)
     sc.synchronize()
     build_s = time.perf_counter() - t_build
@@ -365,6 +389,58 @@ def fmt_rate(x: float) -> str:
     return f"{x:,.0f}"
 
 
+def bench_size(sc: Any, backend: str, kind: str, n: int, args: argparse.Namespace, first: bool) -> SizeResult:
+    """Both simulators on one scene at one batch size, alternating rounds."""
+    sim_steps, mj_steps = step_counts(n, args)
+    sc.init(backend=getattr(sc, backend), seed=args.seed)
+    try:
+        scene, qpos0, build_s, timed = bench_sim_core(sc, n, sim_steps, args, kind)
+        model = physics_only_model(scene)
+        if first:
+            print(
+                f"scene {kind}: nq={model.nq} nv={model.nv} nu={model.nu} ngeom={model.ngeom} "
+                f"timestep={model.opt.timestep} "
+                f"integrator={mujoco.mjtIntegrator(model.opt.integrator).name}, "
+                f"sim_core contact budget {scene.sim.rigid_solver.max_contacts} per env"
+            )
+            frac, ncon, nefc = mj_contact_activity(model, 1000, args.seed)
+            print(
+                f"  MuJoCo contact activity (1 env, 1000 untimed steps, random controls): "
+                f"contacts in {100 * frac:.1f}% of steps, mean ncon {ncon:.2f}, "
+                f"mean nefc {nefc:.2f}"
+            )
+        # alternate the two and keep each one's best round: the shared VM's speed drifts
+        sim_s, mj_s = float("inf"), float("inf")
+        for r in range(args.repeats):
+            sim_s = min(sim_s, timed())
+            mj_s = min(mj_s, bench_mujoco(model, qpos0, n, mj_steps, args.mj_nthread, args.seed + r))
+        solver = scene.sim.rigid_solver
+        finite = bool(torch.isfinite(solver.get_qpos()).all().item())
+        ncon = float(solver.get_contacts()["valid_mask"].sum(-1).float().mean()) if solver.contacts else 0.0
+    finally:
+        scene = None
+        sc.destroy()
+    r = SizeResult(
+        scene=kind,
+        n_envs=n,
+        sim_steps=sim_steps,
+        sim_seconds=sim_s,
+        sim_env_steps_per_s=n * sim_steps / sim_s,
+        sim_finite=finite,
+        mj_steps=mj_steps,
+        mj_seconds=mj_s,
+        mj_env_steps_per_s=n * mj_steps / mj_s,
+        build_seconds=build_s,
+    )
+    print(
+        f"  {kind} n_envs={n}: build {build_s:.2f}s | sim_core {sim_steps} steps in {sim_s:.3f}s"
+        f" (contacts per env at the end: {ncon:.1f}) | MuJoCo {mj_steps} steps in {mj_s:.3f}s"
+        + ("" if finite else " | WARNING: non-finite sim_core qpos"),
+        flush=True,
+    )
+    return r
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -380,73 +456,33 @@ def main(argv: list[str] | None = None) -> int:
     print(f"mujoco.rollout threads: {args.mj_nthread} (option --mj-nthread)")
 
     results: list[SizeResult] = []
-    for n in args.n_envs:
-        sim_steps, mj_steps = step_counts(n, args)
-        sc.init(backend=getattr(sc, backend), seed=args.seed)
-        try:
-            scene, qpos0, build_s, timed = bench_sim_core(sc, n, sim_steps, args)
-            model = physics_only_model(scene)
-            if not results:
-                print(
-                    f"model: nq={model.nq} nv={model.nv} nu={model.nu} ngeom={model.ngeom} "
-                    f"timestep={model.opt.timestep} "
-                    f"integrator={mujoco.mjtIntegrator(model.opt.integrator).name}"
-                )
-                frac, ncon, nefc = mj_contact_activity(model, 1000, args.seed)
-                print(
-                    f"MuJoCo contact activity (1 env, 1000 untimed steps, random controls): "
-                    f"contacts in {100 * frac:.1f}% of steps, mean ncon {ncon:.2f}, "
-                    f"mean nefc {nefc:.2f}"
-                )
-            # alternate the two and keep each one's best round: the shared VM's speed drifts
-            sim_s, mj_s = float("inf"), float("inf")
-            for r in range(args.repeats):
-                sim_s = min(sim_s, timed())
-                mj_s = min(mj_s, bench_mujoco(model, qpos0, n, mj_steps, args.mj_nthread, args.seed + r))
-            finite = bool(torch.isfinite(scene.sim.rigid_solver.get_qpos()).all().item())
-        finally:
-            scene = None
-            sc.destroy()
-        r = SizeResult(
-            n_envs=n,
-            sim_steps=sim_steps,
-            sim_seconds=sim_s,
-            sim_env_steps_per_s=n * sim_steps / sim_s,
-            sim_finite=finite,
-            mj_steps=mj_steps,
-            mj_seconds=mj_s,
-            mj_env_steps_per_s=n * mj_steps / mj_s,
-            build_seconds=build_s,
-        )
-        results.append(r)
-        print(
-            f"  n_envs={n}: build {build_s:.2f}s | sim_core {sim_steps} steps in {sim_s:.3f}s"
-            f" | MuJoCo {mj_steps} steps in {mj_s:.3f}s"
-            + ("" if finite else " | WARNING: non-finite sim_core qpos"),
-            flush=True,
-        )
+    for kind in args.scene:
+        for n in args.n_envs:
+            results.append(bench_size(sc, backend, kind, n, args, first=n == args.n_envs[0]))
 
-    head = f"{'n_envs':>8} | {'sim_core env-steps/s':>20} | {'MuJoCo C env-steps/s':>20} | ratio"
+    head = f"{'scene':>9} | {'n_envs':>8} | {'sim_core env-steps/s':>20} | {'MuJoCo C env-steps/s':>20} | ratio"
     print()
     print(f"device={args.device}, MuJoCo threads={args.mj_nthread}")
     print(head)
     print("-" * len(head))
     for r in results:
         print(
-            f"{r.n_envs:>8} | {fmt_rate(r.sim_env_steps_per_s):>20} | "
+            f"{r.scene:>9} | {r.n_envs:>8} | {fmt_rate(r.sim_env_steps_per_s):>20} | "
             f"{fmt_rate(r.mj_env_steps_per_s):>20} | {r.ratio:5.2f}x"
         )
 
     if args.png:
         from _plots import throughput_png
 
+        series = {}
+        for kind in args.scene:
+            rows = [r for r in results if r.scene == kind]
+            series[f"sim_core, {kind}"] = [r.sim_env_steps_per_s for r in rows]
+            series[f"MuJoCo C, {kind}"] = [r.mj_env_steps_per_s for r in rows]
         throughput_png(
             args.png,
-            [r.n_envs for r in results],
-            {
-                "sim_core": [r.sim_env_steps_per_s for r in results],
-                "MuJoCo C": [r.mj_env_steps_per_s for r in results],
-            },
+            list(args.n_envs),
+            series,
             f"Franka Panda step, {args.device} (MuJoCo: {args.mj_nthread} thread)",
         )
 

@@ -17,11 +17,14 @@ along them (geom2's body minus geom1's, the normal pointing from geom1 to geom2)
 - Normal rows, apart by less than the detection margin (``dist > 0``): speculative contacts
   (Catto, "Contacts", GDC 2013): a rigid row ``J v >= -dist / dt``, so a body closes the gap in one
   step but never passes through, whatever its speed.
-- Friction rows: rigid Coulomb friction, ``|lam_t| <= mu lam_n`` (the elliptic cone, projected onto
-  the disc), target tangential velocity zero, so objects at rest on a slope stick without creep.
+- Friction rows: rigid Coulomb friction, ``|lam_t| <= mu lam_n`` (the elliptic cone), target
+  tangential velocity zero, so objects at rest on a slope stick without creep. When the impulse
+  that would stop the contact lies outside the cone, the contact slides and gets the full
+  ``mu lam_n`` against its slip velocity (maximal dissipation; projecting that impulse radially
+  onto the cone instead tilts the friction of a sliding box's corners and under-brakes it by ~7%).
   ``mu`` is the larger of the two geoms' sliding friction, as in MuJoCo.
 
-Rows are swept in contact order for a fixed number of iterations (deterministic), starting from the
+Rows are swept in contact order (deterministic) until they settle or the sweep budget is spent, starting from the
 last substep's impulses where a slot holds the same geom pair again (warm start, as in Box2D and
 Bullet), which is what lets a stack of boxes settle without creeping. ``A^-1`` is
 applied with the packed ``L^T D L`` factor the step already computed, restricted to the dof ranges of
@@ -75,11 +78,15 @@ class ContactData:
     fac: wp.array2d(dtype=wp.float32)  # (nworld, nfac) the step's packed factor of A
     vel0: wp.array2d(dtype=wp.float32)  # (nworld, nv) velocity at the start of the substep
     vel: wp.array2d(dtype=wp.float32)  # (nworld, nv) velocity being corrected
-    jac: wp.array3d(dtype=wp.float32)  # (nworld, 3 * max_contacts, nv) J rows
-    ajac: wp.array3d(dtype=wp.float32)  # (nworld, 3 * max_contacts, nv) A^-1 J^T columns
-    diag: wp.array2d(dtype=wp.float32)  # (nworld, 3 * max_contacts) W_rr = J_r A^-1 J_r^T
-    lam: wp.array2d(dtype=wp.float32)  # (nworld, 3 * max_contacts) impulses, N s
+    jac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) J: the (normal, t1, t2) rows per dof
+    ajac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) A^-1 J^T, same layout
+    wblk: wp.array2d(dtype=wp.mat33)  # (nworld, max_contacts) the contact's block of W = J A^-1 J^T
+    trees: wp.array2d(dtype=wp.vec4i)  # (nworld, max_contacts) dof ranges [a0, a1), [b0, b1) it touches
+    lam: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) impulses (normal, t1, t2), N s
     lam_geom: wp.array2d(dtype=wp.vec2i)  # (nworld, max_contacts) the pair each slot's lam belongs to
+    uref: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal row's target velocity, m/s
+    reg: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal row's regularization R
+    mu: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) friction coefficient of the pair
 
 
 @wp.func
@@ -89,77 +96,83 @@ def _quat_xyzw(q: wp.vec4) -> wp.quat:
 
 @wp.func
 def _point_jac(
-    cm: ContactModel,
-    xpos: wp.array2d(dtype=wp.vec3),
-    xquat: wp.array2d(dtype=wp.vec4),
-    w: int,
-    d: int,
+    kind: int,
+    axis_local: wp.vec3,
+    anchor_local: wp.vec3,
+    xpos: wp.vec3,
+    xquat: wp.vec4,
     p: wp.vec3,
 ) -> wp.vec3:
-    """World velocity of the point ``p`` (moving with the body of dof ``d``'s subtree) per unit
-    velocity of dof ``d``."""
-    kind = cm.dof_kind[d]
+    """World velocity of the point ``p`` per unit velocity of a dof of the given kind, axis and
+    anchor on a body at pose (``xpos``, ``xquat``) (the point moves with that body's subtree)."""
     if kind == FREE_T_DOF:
-        return cm.dof_axis[d]
-    b = cm.dof_body[d]
-    rot = _quat_xyzw(xquat[w, b])
-    axis = wp.quat_rotate(rot, cm.dof_axis[d])
+        return axis_local
+    rot = _quat_xyzw(xquat)
+    axis = wp.quat_rotate(rot, axis_local)
     if kind == SLIDE_DOF:
         return axis
-    anchor = xpos[w, b] + wp.quat_rotate(rot, cm.dof_anchor[d])
-    return wp.cross(axis, p - anchor)
+    return wp.cross(axis, p - (xpos + wp.quat_rotate(rot, anchor_local)))
 
 
 @wp.func
-def _solve_range(cm: ContactModel, cd: ContactData, w: int, r: int, s: int, e: int):
-    """``ajac[w, r]`` = A^-1 ``ajac[w, r]`` over the dofs [s, e) of one tree (MuJoCo's mj_solveM)."""
+def _solve3(
+    ajac: wp.array3d(dtype=wp.vec3),
+    fac: wp.array2d(dtype=wp.float32),
+    dof_parent: wp.array(dtype=wp.int32),
+    dof_fac: wp.array(dtype=wp.int32),
+    ndinv: int,
+    w: int,
+    c: int,
+    s: int,
+    e: int,
+):
+    """``ajac[w, c]`` = A^-1 ``ajac[w, c]`` (three rows at once) over the dofs [s, e) of one tree, with
+    the packed factor ``fac[w]`` (MuJoCo's mj_solveM). Helpers take arrays, not the structs: Warp
+    passes a struct argument by value, a copy of every array it holds per call."""
     for ii in range(e - s):
         i = e - 1 - ii
-        j = cm.dof_parent[i]
-        k = cm.dof_fac[i]
+        xi = ajac[w, c, i]
+        j = dof_parent[i]
+        k = dof_fac[i]
         while j >= 0:
-            cd.ajac[w, r, j] = cd.ajac[w, r, j] - cd.fac[w, k] * cd.ajac[w, r, i]
+            ajac[w, c, j] = ajac[w, c, j] - fac[w, k] * xi
             k += 1
-            j = cm.dof_parent[j]
+            j = dof_parent[j]
     for i in range(s, e):
-        cd.ajac[w, r, i] = cd.ajac[w, r, i] * cd.fac[w, cm.ndinv + i]
+        ajac[w, c, i] = ajac[w, c, i] * fac[w, ndinv + i]
     for i in range(s, e):
-        j = cm.dof_parent[i]
-        k = cm.dof_fac[i]
+        x = ajac[w, c, i]
+        j = dof_parent[i]
+        k = dof_fac[i]
         while j >= 0:
-            cd.ajac[w, r, i] = cd.ajac[w, r, i] - cd.fac[w, k] * cd.ajac[w, r, j]
+            x = x - fac[w, k] * ajac[w, c, j]
             k += 1
-            j = cm.dof_parent[j]
+            j = dof_parent[j]
+        ajac[w, c, i] = x
 
 
 @wp.func
-def _row_dot(cd: ContactData, w: int, r: int, v: wp.array2d(dtype=wp.float32), t1: wp.vec2i, t2: wp.vec2i) -> float:
-    s = float(0.0)
-    for i in range(t1[0], t1[1]):
-        s += cd.jac[w, r, i] * v[w, i]
-    for i in range(t2[0], t2[1]):
-        s += cd.jac[w, r, i] * v[w, i]
-    return s
+def _rows_dot(
+    jac: wp.array3d(dtype=wp.vec3), v: wp.array2d(dtype=wp.float32), w: int, c: int, t: wp.vec4i
+) -> wp.vec3:
+    """``J_c v``: the three row velocities of contact ``c`` for dof velocities ``v[w]``."""
+    u = wp.vec3(0.0)
+    for i in range(t[0], t[1]):
+        u += jac[w, c, i] * v[w, i]
+    for i in range(t[2], t[3]):
+        u += jac[w, c, i] * v[w, i]
+    return u
 
 
 @wp.func
-def _apply(cd: ContactData, w: int, r: int, dlam: float, t1: wp.vec2i, t2: wp.vec2i):
-    """``vel += A^-1 J_r^T dlam``."""
-    for i in range(t1[0], t1[1]):
-        cd.vel[w, i] = cd.vel[w, i] + cd.ajac[w, r, i] * dlam
-    for i in range(t2[0], t2[1]):
-        cd.vel[w, i] = cd.vel[w, i] + cd.ajac[w, r, i] * dlam
-
-
-@wp.func
-def _trees(cm: ContactModel, cd: ContactData, w: int, c: int) -> tuple[wp.vec2i, wp.vec2i]:
-    """Dof ranges of the trees of contact ``c``'s two bodies (the second empty if they share one)."""
-    g = cd.slots.geom[w, c]
-    t1 = cm.body_tree[cm.geom_body[g[0]]]
-    t2 = cm.body_tree[cm.geom_body[g[1]]]
-    if t2[0] == t1[0] and t2[1] == t1[1]:
-        t2 = wp.vec2i(0, 0)
-    return t1, t2
+def _apply(
+    ajac: wp.array3d(dtype=wp.vec3), vel: wp.array2d(dtype=wp.float32), w: int, c: int, dlam: wp.vec3, t: wp.vec4i
+):
+    """``vel += A^-1 J_c^T dlam``."""
+    for i in range(t[0], t[1]):
+        vel[w, i] = vel[w, i] + wp.dot(ajac[w, c, i], dlam)
+    for i in range(t[2], t[3]):
+        vel[w, i] = vel[w, i] + wp.dot(ajac[w, c, i], dlam)
 
 
 @wp.func
@@ -181,65 +194,6 @@ def _impedance(solimp: _vec5, depth: float) -> float:
 
 
 @wp.func
-def _build_rows(
-    cm: ContactModel,
-    cd: ContactData,
-    xpos: wp.array2d(dtype=wp.vec3),
-    xquat: wp.array2d(dtype=wp.vec4),
-    w: int,
-    c: int,
-):
-    """J rows and A^-1 J^T columns of contact ``c`` (rows 3c: normal, 3c+1, 3c+2: tangents)."""
-    g = cd.slots.geom[w, c]
-    p = cd.slots.pos[w, c]
-    n = cd.slots.normal[w, c]
-    ta, tb = _trees(cm, cd, w, c)
-    # a tangent frame: t1 perpendicular to n and to the world axis n is least aligned with
-    t1 = wp.cross(n, wp.vec3(1.0, 0.0, 0.0))
-    if wp.abs(n[0]) > 0.5:
-        t1 = wp.cross(n, wp.vec3(0.0, 1.0, 0.0))
-    t1 = wp.normalize(t1)
-    t2 = wp.cross(n, t1)
-    for k in range(3):
-        r = 3 * c + k
-        dirn = n
-        if k == 1:
-            dirn = t1
-        elif k == 2:
-            dirn = t2
-        for i in range(ta[0], ta[1]):
-            cd.jac[w, r, i] = 0.0
-        for i in range(tb[0], tb[1]):
-            cd.jac[w, r, i] = 0.0
-        for side in range(2):
-            b = cm.geom_body[g[side]]
-            sign = 2.0 * float(side) - 1.0  # geom2's body counts positive
-            d = cm.body_dof[b]
-            while d >= 0:
-                cd.jac[w, r, d] = cd.jac[w, r, d] + sign * wp.dot(dirn, _point_jac(cm, xpos, xquat, w, d, p))
-                d = cm.dof_parent[d]
-        diag = float(0.0)
-        for i in range(ta[0], ta[1]):
-            cd.ajac[w, r, i] = cd.jac[w, r, i]
-        for i in range(tb[0], tb[1]):
-            cd.ajac[w, r, i] = cd.jac[w, r, i]
-        _solve_range(cm, cd, w, r, ta[0], ta[1])
-        _solve_range(cm, cd, w, r, tb[0], tb[1])
-        for i in range(ta[0], ta[1]):
-            diag += cd.jac[w, r, i] * cd.ajac[w, r, i]
-        for i in range(tb[0], tb[1]):
-            diag += cd.jac[w, r, i] * cd.ajac[w, r, i]
-        cd.diag[w, r] = wp.max(diag, 1.0e-12)
-        # warm start: a slot holding the same geom pair as in the last substep starts from its impulse
-        lam = float(0.0)
-        prev = cd.lam_geom[w, c]
-        if prev[0] == g[0] and prev[1] == g[1]:
-            lam = cd.lam[w, r]
-            _apply(cd, w, r, lam, ta, tb)
-        cd.lam[w, r] = lam
-
-
-@wp.func
 def solve_contacts(
     cm: ContactModel,
     cd: ContactData,
@@ -249,56 +203,117 @@ def solve_contacts(
     nc: int,
     dt: float,
     iterations: int,
+    tolerance: float,
 ):
     """Correct ``cd.vel[w]`` for env ``w``'s first ``nc`` contacts (see the module docstring) and
     write their forces to ``cd.force[w]``; ``xpos``/``xquat`` are the body poses the contacts were
-    found at."""
+    found at.
+
+    Each sweep visits the contacts in order; per contact, the normal row first, then the two
+    friction rows together (their 2x2 block of W), then the cone projection. Sweeps stop after
+    ``iterations``, or earlier once no row changed its velocity by ``tolerance`` (m/s) or more."""
     for c in range(nc):
-        _build_rows(cm, cd, xpos, xquat, w, c)
+        # contact c's three rows (normal, t1, t2): J, A^-1 J^T, the 3x3 block of W, the normal row's
+        # target velocity and regularization; warm-start impulses
+        g = cd.slots.geom[w, c]
+        p = cd.slots.pos[w, c]
+        n = cd.slots.normal[w, c]
+        dist = cd.slots.dist[w, c]
+        ta = cm.body_tree[cm.geom_body[g[0]]]
+        tb = cm.body_tree[cm.geom_body[g[1]]]
+        if tb[0] == ta[0] and tb[1] == ta[1]:
+            tb = wp.vec2i(0, 0)  # one tree: visit its dofs once
+        t = wp.vec4i(ta[0], ta[1], tb[0], tb[1])
+        cd.trees[w, c] = t
+        # a tangent frame: t1 perpendicular to n and to the world axis n is least aligned with
+        t1 = wp.cross(n, wp.vec3(1.0, 0.0, 0.0))
+        if wp.abs(n[0]) > 0.5:
+            t1 = wp.cross(n, wp.vec3(0.0, 1.0, 0.0))
+        t1 = wp.normalize(t1)
+        t2 = wp.cross(n, t1)
+        for i in range(t[0], t[1]):
+            cd.jac[w, c, i] = wp.vec3(0.0)
+        for i in range(t[2], t[3]):
+            cd.jac[w, c, i] = wp.vec3(0.0)
+        for side in range(2):
+            sign = 2.0 * float(side) - 1.0  # geom2's body counts positive
+            d = cm.body_dof[cm.geom_body[g[side]]]
+            while d >= 0:
+                b = cm.dof_body[d]
+                jp = sign * _point_jac(cm.dof_kind[d], cm.dof_axis[d], cm.dof_anchor[d], xpos[w, b], xquat[w, b], p)
+                cd.jac[w, c, d] = cd.jac[w, c, d] + wp.vec3(wp.dot(n, jp), wp.dot(t1, jp), wp.dot(t2, jp))
+                d = cm.dof_parent[d]
+        for i in range(t[0], t[1]):
+            cd.ajac[w, c, i] = cd.jac[w, c, i]
+        for i in range(t[2], t[3]):
+            cd.ajac[w, c, i] = cd.jac[w, c, i]
+        _solve3(cd.ajac, cd.fac, cm.dof_parent, cm.dof_fac, cm.ndinv, w, c, t[0], t[1])
+        _solve3(cd.ajac, cd.fac, cm.dof_parent, cm.dof_fac, cm.ndinv, w, c, t[2], t[3])
+        blk = wp.mat33(0.0)
+        for i in range(t[0], t[1]):
+            blk += wp.outer(cd.jac[w, c, i], cd.ajac[w, c, i])
+        for i in range(t[2], t[3]):
+            blk += wp.outer(cd.jac[w, c, i], cd.ajac[w, c, i])
+        cd.wblk[w, c] = blk
+        lam = wp.vec3(0.0)
+        prev = cd.lam_geom[w, c]
+        if prev[0] == g[0] and prev[1] == g[1]:  # same pair in this slot last substep: warm start
+            lam = cd.lam[w, c]
+            _apply(cd.ajac, cd.vel, w, c, lam, t)
+        cd.lam[w, c] = lam
+        u_ref = -dist / dt  # speculative: close the gap, no further
+        reg = float(0.0)
+        if dist <= 0.0:
+            solref = 0.5 * (cm.geom_solref[g[0]] + cm.geom_solref[g[1]])
+            solimp = 0.5 * (cm.geom_solimp[g[0]] + cm.geom_solimp[g[1]])
+            tc = wp.max(solref[0], 2.0 * dt)
+            dmax = solimp[1]
+            imp = _impedance(solimp, -dist)
+            kk = 1.0 / (dmax * dmax * tc * tc * solref[1] * solref[1])
+            bb = 2.0 / (dmax * tc)
+            vn0 = _rows_dot(cd.jac, cd.vel0, w, c, t)[0]
+            u_ref = vn0 + dt * (-bb * vn0 - kk * imp * dist)
+            reg = (1.0 - imp) / imp * blk[0, 0]
+        cd.uref[w, c] = u_ref
+        cd.reg[w, c] = reg
+        cd.mu[w, c] = wp.max(cd.friction[w, g[0]], cd.friction[w, g[1]])
     for _it in range(iterations):
+        change = float(0.0)  # largest velocity change a row's update made in this sweep, m/s
         for c in range(nc):
-            ta, tb = _trees(cm, cd, w, c)
-            g = cd.slots.geom[w, c]
-            dist = cd.slots.dist[w, c]
-            r = 3 * c
-            wn = cd.diag[w, r]
-            # target normal velocity and regularization
-            u_ref = -dist / dt
-            reg = float(0.0)
-            if dist <= 0.0:
-                solref = 0.5 * (cm.geom_solref[g[0]] + cm.geom_solref[g[1]])
-                solimp = 0.5 * (cm.geom_solimp[g[0]] + cm.geom_solimp[g[1]])
-                tc = wp.max(solref[0], 2.0 * dt)
-                dmax = solimp[1]
-                imp = _impedance(solimp, -dist)
-                kk = 1.0 / (dmax * dmax * tc * tc * solref[1] * solref[1])
-                bb = 2.0 / (dmax * tc)
-                vn0 = _row_dot(cd, w, r, cd.vel0, ta, tb)
-                u_ref = vn0 + dt * (-bb * vn0 - kk * imp * dist)
-                reg = (1.0 - imp) / imp * wn
-            lam_n = cd.lam[w, r]
-            res = _row_dot(cd, w, r, cd.vel, ta, tb) + reg * lam_n - u_ref
-            new_n = wp.max(lam_n - res / (wn + reg), 0.0)
-            _apply(cd, w, r, new_n - lam_n, ta, tb)
-            cd.lam[w, r] = new_n
-            mu = wp.max(cd.friction[w, g[0]], cd.friction[w, g[1]])
-            l1 = cd.lam[w, r + 1]
-            l2 = cd.lam[w, r + 2]
-            n1 = l1 - _row_dot(cd, w, r + 1, cd.vel, ta, tb) / cd.diag[w, r + 1]
-            n2 = l2 - _row_dot(cd, w, r + 2, cd.vel, ta, tb) / cd.diag[w, r + 2]
-            norm = wp.sqrt(n1 * n1 + n2 * n2)
-            limit = mu * new_n
-            if norm > limit:
-                scale = limit / wp.max(norm, 1.0e-20)
-                n1 = n1 * scale
-                n2 = n2 * scale
-            _apply(cd, w, r + 1, n1 - l1, ta, tb)
-            _apply(cd, w, r + 2, n2 - l2, ta, tb)
-            cd.lam[w, r + 1] = n1
-            cd.lam[w, r + 2] = n2
+            t = cd.trees[w, c]
+            blk = cd.wblk[w, c]
+            lam = cd.lam[w, c]
+            u = _rows_dot(cd.jac, cd.vel, w, c, t)
+            reg = cd.reg[w, c]
+            ln = wp.max(lam[0] - (u[0] + reg * lam[0] - cd.uref[w, c]) / (blk[0, 0] + reg), 0.0)
+            u = u + wp.vec3(blk[0, 0], blk[1, 0], blk[2, 0]) * (ln - lam[0])
+            # friction: drive both tangential velocities to zero, then project onto the cone
+            det = blk[1, 1] * blk[2, 2] - blk[1, 2] * blk[2, 1]
+            d1 = -(blk[2, 2] * u[1] - blk[1, 2] * u[2]) / det
+            d2 = -(blk[1, 1] * u[2] - blk[2, 1] * u[1]) / det
+            l1 = lam[1] + d1
+            l2 = lam[2] + d2
+            norm = wp.sqrt(l1 * l1 + l2 * l2)
+            limit = cd.mu[w, c] * ln
+            if norm > limit:  # sliding: full friction against the slip velocity (maximal dissipation)
+                slip = wp.sqrt(u[1] * u[1] + u[2] * u[2])
+                if slip > 1.0e-6:
+                    l1 = -limit * u[1] / slip
+                    l2 = -limit * u[2] / slip
+                else:
+                    scale = limit / wp.max(norm, 1.0e-20)
+                    l1 = l1 * scale
+                    l2 = l2 * scale
+            new = wp.vec3(ln, l1, l2)
+            dlam = new - lam
+            _apply(cd.ajac, cd.vel, w, c, dlam, t)
+            cd.lam[w, c] = new
+            change = wp.max(change, wp.max(wp.abs(dlam[0]) * blk[0, 0], wp.abs(dlam[1]) * blk[1, 1]))
+            change = wp.max(change, wp.abs(dlam[2]) * blk[2, 2])
+        if change < tolerance:
+            break
     for c in range(nc):
-        r = 3 * c
-        cd.force[w, c] = wp.vec3(cd.lam[w, r], cd.lam[w, r + 1], cd.lam[w, r + 2]) / dt
+        cd.force[w, c] = cd.lam[w, c] / dt
         cd.lam_geom[w, c] = cd.slots.geom[w, c]
     forget_contacts(cd, w, nc)
 
@@ -376,9 +391,12 @@ def make_contact_data(slots: _Out, nworld: int, max_contacts: int, nv: int, nfac
     cd.fac = wp.zeros((nworld, nfac), dtype=wp.float32, device=device)
     cd.vel0 = wp.zeros((nworld, nv), dtype=wp.float32, device=device)
     cd.vel = wp.zeros((nworld, nv), dtype=wp.float32, device=device)
-    cd.jac = wp.zeros((nworld, 3 * max_contacts, nv), dtype=wp.float32, device=device)
-    cd.ajac = wp.zeros((nworld, 3 * max_contacts, nv), dtype=wp.float32, device=device)
-    cd.diag = wp.zeros((nworld, 3 * max_contacts), dtype=wp.float32, device=device)
-    cd.lam = wp.zeros((nworld, 3 * max_contacts), dtype=wp.float32, device=device)
+    cd.jac = wp.zeros((nworld, max_contacts, nv), dtype=wp.vec3, device=device)
+    cd.ajac = wp.zeros((nworld, max_contacts, nv), dtype=wp.vec3, device=device)
+    cd.wblk = wp.zeros((nworld, max_contacts), dtype=wp.mat33, device=device)
+    cd.trees = wp.zeros((nworld, max_contacts), dtype=wp.vec4i, device=device)
+    cd.lam = wp.zeros((nworld, max_contacts), dtype=wp.vec3, device=device)
+    for name in ("uref", "reg", "mu"):
+        setattr(cd, name, wp.zeros((nworld, max_contacts), dtype=wp.float32, device=device))
     cd.lam_geom = wp.full((nworld, max_contacts), wp.vec2i(-1, -1), dtype=wp.vec2i, device=device)
     return cd

@@ -52,7 +52,8 @@ class RigidOptions:
         max_contacts: contact budget of each env; None sizes it from the model's candidate pairs
             (the most contacts each pair type produces), capped at 64. Contacts beyond it are
             dropped and counted (``get_contact_overflow``, ``get_error_envs_mask``).
-        iterations: Gauss-Seidel sweeps over the contact rows per substep.
+        iterations: most Gauss-Seidel sweeps over the contact rows per substep.
+        tolerance: sweeps stop early once no row changes its velocity by this much (m/s).
         contact_margin: pairs closer than this (m) become contacts; those not yet touching are
             speculative, so fast bodies stop at the surface instead of passing into it.
     """
@@ -60,6 +61,7 @@ class RigidOptions:
     enable_collision: bool = True
     max_contacts: int | None = None
     iterations: int = 20
+    tolerance: float = 1e-5
     contact_margin: float = 0.01
 
     def __post_init__(self):
@@ -67,6 +69,8 @@ class RigidOptions:
             raise InvalidValueError(f"max_contacts: expected None or an integer >= 1, got {self.max_contacts!r}")
         if int(self.iterations) != self.iterations or self.iterations < 1:
             raise InvalidValueError(f"iterations: expected an integer >= 1, got {self.iterations!r}")
+        if not (float(self.tolerance) >= 0.0):
+            raise InvalidValueError(f"tolerance: expected a velocity >= 0 in m/s, got {self.tolerance!r}")
         if not (float(self.contact_margin) >= 0.0):
             raise InvalidValueError(f"contact_margin: expected a distance >= 0 in m, got {self.contact_margin!r}")
 

@@ -125,7 +125,7 @@ class RigidSolver:
             "lam_geom": wp.to_torch(cd.lam_geom),
         }
         self._contact_init = {k: self.tc[k][0].clone() for k in ("count", "force", "lam_geom")}
-        return [plan.geoms, cm, cd, float(ro.contact_margin), int(ro.iterations)]
+        return [plan.geoms, cm, cd, float(ro.contact_margin), int(ro.iterations), float(ro.tolerance)]
 
     _RESET_FIELDS = (
         "qpos",
