@@ -13,7 +13,10 @@ along them (geom2's body minus geom1's, the normal pointing from geom1 to geom2)
   (``tc >= 2 dt``), the row solves ``(W + R) lam = u_ref - J v*`` with ``lam >= 0``, where
   ``W = J A^-1 J^T``, ``R = (1 - d) / d * W_rr`` and ``u_ref = J v_0 + dt (-b J v_0 - k d dist)``
   (``v_0``: velocity at the start of the substep). At rest this settles at a depth of
-  ``(1 - d) g / (k d^2)`` (a few tenths of a millimetre with the defaults) without jitter.
+  ``(1 - d) g / (k d^2)`` (a few tenths of a millimetre with the defaults) without jitter. The soft
+  model's compliance scales with the bodies' effective mass, so a strong push on a light object
+  (an arm crushing a cube into the floor) would sink it centimetres deep: each normal row is
+  therefore also held rigidly to ``J v >= -(dist + max_penetration) / dt``, a depth cap.
 - Normal rows, apart by less than the detection margin (``dist > 0``): speculative contacts
   (Catto, "Contacts", GDC 2013): a rigid row ``J v >= -dist / dt``, so a body closes the gap in one
   step but never passes through, whatever its speed.
@@ -81,10 +84,12 @@ class ContactData:
     jac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) J: the (normal, t1, t2) rows per dof
     ajac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) A^-1 J^T, same layout
     wblk: wp.array2d(dtype=wp.mat33)  # (nworld, max_contacts) the contact's block of W = J A^-1 J^T
+    grounded: wp.array2d(dtype=wp.bool)  # (nworld, max_contacts) one of the bodies is fixed to the world
     trees: wp.array2d(dtype=wp.vec4i)  # (nworld, max_contacts) dof ranges [a0, a1), [b0, b1) it touches
     lam: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) impulses (normal, t1, t2), N s
     lam_geom: wp.array2d(dtype=wp.vec2i)  # (nworld, max_contacts) the pair each slot's lam belongs to
     uref: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal row's target velocity, m/s
+    umin: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) least normal velocity (depth cap), m/s
     reg: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal row's regularization R
     mu: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) friction coefficient of the pair
 
@@ -204,6 +209,7 @@ def solve_contacts(
     dt: float,
     iterations: int,
     tolerance: float,
+    max_penetration: float,
 ):
     """Correct ``cd.vel[w]`` for env ``w``'s first ``nc`` contacts (see the module docstring) and
     write their forces to ``cd.force[w]``; ``xpos``/``xquat`` are the body poses the contacts were
@@ -225,6 +231,7 @@ def solve_contacts(
             tb = wp.vec2i(0, 0)  # one tree: visit its dofs once
         t = wp.vec4i(ta[0], ta[1], tb[0], tb[1])
         cd.trees[w, c] = t
+        cd.grounded[w, c] = cm.body_dof[cm.geom_body[g[0]]] < 0 or cm.body_dof[cm.geom_body[g[1]]] < 0
         # a tangent frame: t1 perpendicular to n and to the world axis n is least aligned with
         t1 = wp.cross(n, wp.vec3(1.0, 0.0, 0.0))
         if wp.abs(n[0]) > 0.5:
@@ -276,16 +283,24 @@ def solve_contacts(
             reg = (1.0 - imp) / imp * blk[0, 0]
         cd.uref[w, c] = u_ref
         cd.reg[w, c] = reg
+        cd.umin[w, c] = -(dist + max_penetration) / dt
         cd.mu[w, c] = wp.max(cd.friction[w, g[0]], cd.friction[w, g[1]])
     for _it in range(iterations):
         change = float(0.0)  # largest velocity change a row's update made in this sweep, m/s
-        for c in range(nc):
+        for k in range(2 * nc):  # contacts between moving bodies first, then those with the world
+            c = k % nc
+            if (k < nc) == cd.grounded[w, c]:
+                continue
             t = cd.trees[w, c]
             blk = cd.wblk[w, c]
             lam = cd.lam[w, c]
             u = _rows_dot(cd.jac, cd.vel, w, c, t)
             reg = cd.reg[w, c]
             ln = wp.max(lam[0] - (u[0] + reg * lam[0] - cd.uref[w, c]) / (blk[0, 0] + reg), 0.0)
+            # never deeper than max_penetration after this step, whatever the soft model allows
+            short = cd.umin[w, c] - (u[0] + blk[0, 0] * (ln - lam[0]))
+            if short > 0.0:
+                ln = ln + short / blk[0, 0]
             u = u + wp.vec3(blk[0, 0], blk[1, 0], blk[2, 0]) * (ln - lam[0])
             # friction: drive both tangential velocities to zero, then project onto the cone
             det = blk[1, 1] * blk[2, 2] - blk[1, 2] * blk[2, 1]
@@ -394,9 +409,10 @@ def make_contact_data(slots: _Out, nworld: int, max_contacts: int, nv: int, nfac
     cd.jac = wp.zeros((nworld, max_contacts, nv), dtype=wp.vec3, device=device)
     cd.ajac = wp.zeros((nworld, max_contacts, nv), dtype=wp.vec3, device=device)
     cd.wblk = wp.zeros((nworld, max_contacts), dtype=wp.mat33, device=device)
+    cd.grounded = wp.zeros((nworld, max_contacts), dtype=wp.bool, device=device)
     cd.trees = wp.zeros((nworld, max_contacts), dtype=wp.vec4i, device=device)
     cd.lam = wp.zeros((nworld, max_contacts), dtype=wp.vec3, device=device)
-    for name in ("uref", "reg", "mu"):
+    for name in ("uref", "umin", "reg", "mu"):
         setattr(cd, name, wp.zeros((nworld, max_contacts), dtype=wp.float32, device=device))
     cd.lam_geom = wp.full((nworld, max_contacts), wp.vec2i(-1, -1), dtype=wp.vec2i, device=device)
     return cd

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import mujoco
 import torch
 
 from . import _select
@@ -105,6 +106,13 @@ class RigidEntity:
         self.n_dofs = sum(len(j.dofs_idx) for j in self.joints)
         self.n_qs = sum(len(j.qs_idx) for j in self.joints)
         self._dof_qadr = torch.as_tensor(solver.dof_qposadr()[self._dof_start : self._dof_start + self.n_dofs])
+        mjm = m.mjmodel
+        bodies = range(rng.body_start, rng.body_start + rng.nbody)
+        self.geoms_idx = [  # the entity's geoms (a plane is a geom of the world body)
+            g
+            for g in range(mjm.ngeom)
+            if int(mjm.geom_bodyid[g]) in bodies or mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_GEOM, g) == f"{prefix}plane"
+        ]
         self._qcols_all = None  # qpos columns of all dofs, cached: the common call pays nothing
         self._jac_plans: dict[int, JacobianPlan] = {}
         self._qcols_ranges: dict[tuple[int, int, int], slice | torch.Tensor] = {}
@@ -396,6 +404,34 @@ class RigidEntity:
             raise InvalidValueError("lower/upper: lower must not exceed upper")
         _select.write(s.t["dof_force_lo"], cols, sel, lo, b1, s.n_envs)
         _select.write(s.t["dof_force_hi"], cols, sel, hi, b1, s.n_envs)
+
+    # ---- contact parameters --------------------------------------------------------------------
+    def _contact_field(self, name: str) -> torch.Tensor:
+        s = self.solver
+        if s.contacts is None:
+            raise InvalidValueError(f"{name}: this scene has no colliding geom pairs (or collision is off)")
+        return s.tc["friction"]
+
+    def get_friction(self, envs_idx=None) -> torch.Tensor:
+        """Sliding friction coefficient of each of the entity's geoms, ``([n_envs,] n_geoms)``. A
+        contact uses the larger coefficient of its two geoms (MuJoCo's rule)."""
+        field = self._contact_field("get_friction")
+        sel = _select.select_envs(envs_idx, self.solver.n_envs, self.solver.device)
+        return _select.read(field, self.geoms_idx, sel, self.solver.n_envs).clone()
+
+    def set_friction(self, friction, envs_idx=None) -> None:
+        """Set the sliding friction coefficient (>= 0) of all the entity's geoms: a number for every
+        selected env, or ``(n_envs,)`` / ``(len(envs_idx),)`` values, one per env (for domain
+        randomization without rebuilding)."""
+        s = self.solver
+        field = self._contact_field("set_friction")
+        sel = _select.select_envs(envs_idx, s.n_envs, s.device)
+        vals, batched = _select.to_values(friction, "friction", sel, s.n_envs, (), s.device)
+        if bool((vals < 0).any()):
+            raise InvalidValueError("friction: coefficients must be >= 0")
+        cols = torch.as_tensor(self.geoms_idx, device=s.device)
+        vals = vals[..., None].expand(vals.shape + (len(self.geoms_idx),))
+        _select.write(field, cols, sel, vals, batched, s.n_envs)
 
     # ---- controllers -------------------------------------------------------------------------
     def control_dofs_position(self, position, dofs_idx_local=None, envs_idx=None, *, unsafe=False):

@@ -56,6 +56,8 @@ class RigidOptions:
         tolerance: sweeps stop early once no row changes its velocity by this much (m/s).
         contact_margin: pairs closer than this (m) become contacts; those not yet touching are
             speculative, so fast bodies stop at the surface instead of passing into it.
+        max_penetration: depth (m) no contact is allowed to exceed after a step: the soft contact
+            model holds light objects softly against strong pushes, so beyond this it is rigid.
     """
 
     enable_collision: bool = True
@@ -63,6 +65,7 @@ class RigidOptions:
     iterations: int = 20
     tolerance: float = 1e-5
     contact_margin: float = 0.01
+    max_penetration: float = 0.002
 
     def __post_init__(self):
         if self.max_contacts is not None and (int(self.max_contacts) != self.max_contacts or self.max_contacts < 1):
@@ -71,6 +74,8 @@ class RigidOptions:
             raise InvalidValueError(f"iterations: expected an integer >= 1, got {self.iterations!r}")
         if not (float(self.tolerance) >= 0.0):
             raise InvalidValueError(f"tolerance: expected a velocity >= 0 in m/s, got {self.tolerance!r}")
+        if not (float(self.max_penetration) > 0.0):
+            raise InvalidValueError(f"max_penetration: expected a depth > 0 in m, got {self.max_penetration!r}")
         if not (float(self.contact_margin) >= 0.0):
             raise InvalidValueError(f"contact_margin: expected a distance >= 0 in m, got {self.contact_margin!r}")
 

@@ -125,7 +125,8 @@ class RigidSolver:
             "lam_geom": wp.to_torch(cd.lam_geom),
         }
         self._contact_init = {k: self.tc[k][0].clone() for k in ("count", "force", "lam_geom")}
-        return [plan.geoms, cm, cd, float(ro.contact_margin), int(ro.iterations), float(ro.tolerance)]
+        o = [ro.contact_margin, ro.iterations, ro.tolerance, ro.max_penetration]
+        return [plan.geoms, cm, cd, float(o[0]), int(o[1]), float(o[2]), float(o[3])]
 
     _RESET_FIELDS = (
         "qpos",
@@ -199,10 +200,11 @@ class RigidSolver:
         for name in self._RESET_FIELDS:
             target = self.t[name]
             _select.write(target, slice(None), sel, self._init[name][0].to(target.dtype), False, self.n_envs)
-        if self.contacts is not None:
-            for name in ("count", "force", "lam_geom"):
-                _select.write(self.tc[name], slice(None), sel, self._contact_init[name], False, self.n_envs)
-        _select.write(self._overflow[:, None], slice(None), sel, torch.zeros(1, dtype=torch.int32), False, self.n_envs)
+        contact = ("count", "force", "lam_geom") if self.contacts is not None else ()
+        for target, init in [(self._overflow, 0)] + [(self.tc[k], self._contact_init[k]) for k in contact]:
+            flat = target.view(self.nworld, -1)  # one row per env
+            value = torch.as_tensor(init, dtype=target.dtype, device=self.device).reshape(-1)
+            _select.write(flat, slice(None), sel, value, False, self.n_envs)
         self.state_changed(sel)
 
     def get_error_envs_mask(self) -> torch.Tensor:

@@ -79,7 +79,7 @@ from sim_core.contact_solver import ContactData, ContactModel, forget_contacts, 
 """
 _CONTACT_ARGS = (
     "xpos_s: wp.array2d(dtype=wp.vec3), xquat_s: wp.array2d(dtype=wp.vec4), geoms: Geoms, "
-    "cm: ContactModel, cd: ContactData, margin: float, iterations: int, tolerance: float"
+    "cm: ContactModel, cd: ContactData, margin: float, iterations: int, tolerance: float, max_pen: float"
 )
 
 
@@ -99,7 +99,7 @@ def _emit_contacts(t: Tree, e: Emitter) -> None:
             e(f"cd.fac[w, {k}] = {name}")
         for i in range(m.nv):
             e(f"cd.vel[w, {i}] = v{i}")
-        e("solve_contacts(cm, cd, xpos_s, xquat_s, w, _ncs, dt, iterations, tolerance)")
+        e("solve_contacts(cm, cd, xpos_s, xquat_s, w, _ncs, dt, iterations, tolerance, max_pen)")
         for i in range(m.nv):
             e(f"v{i} = cd.vel[w, {i}]")
     e("else:")
@@ -238,7 +238,8 @@ def record_step(
 ) -> wp.Launch:
     """The launch advancing every env by ``nsub`` substeps of ``dt`` seconds (in place), recorded
     once with its arguments packed, so ``.launch()`` costs no per-step argument handling.
-    ``contact_args``: ``[geoms, contact_model, contact_data, margin, iterations, tolerance]`` for a step
+    ``contact_args``: ``[geoms, contact_model, contact_data, margin, iterations, tolerance,
+    max_penetration]`` for a step
     generated with contacts."""
     extra = [d.xpos, d.xquat, *contact_args] if contact_args else []
     return wp.launch(

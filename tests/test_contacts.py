@@ -1,0 +1,367 @@
+"""Contacts, friction and free objects: resting, sliding, stacking, grasping, stress, against MuJoCo C.
+
+Each check is a scenario function returning its numbers; the tests assert on them, and
+``python tests/test_contacts.py`` runs them all and prints the numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import sim_core as sc  # noqa: E402
+from envs.ik import dls_step  # noqa: E402
+from sim_core.transforms import quat_rotate  # noqa: E402
+
+CUBE = 0.05  # edge, m
+RHO = 1000.0  # kg/m^3: a 125 g cube
+
+
+def _scene(*, gravity=(0.0, 0.0, -9.81), rigid_options=None):
+    return sc.Scene(
+        sim_options=sc.SimOptions(dt=0.01, gravity=gravity),
+        rigid_options=rigid_options,
+        profiling_options=sc.ProfilingOptions(show_FPS=False),
+    )
+
+
+def _cube_on_floor(n_envs, *, z=CUBE / 2, friction=1.0, gravity=(0.0, 0.0, -9.81)):
+    scene = _scene(gravity=gravity)
+    scene.add_entity(sc.morphs.Plane(), material=sc.materials.Rigid(friction=friction))
+    cube = scene.add_entity(
+        sc.morphs.Box(size=(CUBE, CUBE, CUBE), pos=(0.0, 0.0, z)), material=sc.materials.Rigid(rho=RHO, friction=friction)
+    )
+    scene.build(n_envs=n_envs)
+    return scene, cube
+
+
+# ---- scenarios -------------------------------------------------------------------------------
+
+
+def drop_and_rest() -> dict:
+    """A 5 cm cube dropped from 10 cm (center height), then 10 s at rest."""
+    scene, cube = _cube_on_floor(4, z=0.10)
+    z = []
+    for _ in range(100):  # 1 s: falls and settles
+        scene.step()
+        z.append(float(cube.get_pos()[0, 2]))
+    settled = cube.get_pos().clone()
+    for _ in range(1000):
+        scene.step()
+    end = cube.get_pos()
+    c = scene.sim.rigid_solver.get_contacts()
+    return {
+        "rest_height_error_m": float((end[:, 2] - CUBE / 2).abs().max()),
+        "drift_10s_m": float((end - settled).norm(dim=1).max()),
+        "min_height_during_drop_m": min(z),
+        "normal_force_over_weight": float(c["force"][..., 2].sum(1).mean() / (RHO * CUBE**3 * 9.81)),
+        "contacts": int(c["valid_mask"][0].sum()),
+    }
+
+
+def tilted_gravity(friction: float) -> dict:
+    """Gravity tilted 20 degrees about y: the floor acts as a 20-degree slope. Measured over 2 s
+    after 0.2 s of settling; the acceleration from the change in velocity."""
+    th = math.radians(20.0)
+    g = (9.81 * math.sin(th), 0.0, -9.81 * math.cos(th))
+    scene, cube = _cube_on_floor(2, friction=friction, gravity=g)
+    for _ in range(20):
+        scene.step()
+    p0, v0 = cube.get_pos().clone(), cube.get_vel().clone()
+    for _ in range(200):
+        scene.step()
+    moved = float((cube.get_pos() - p0).norm(dim=1).max())
+    acc = float(((cube.get_vel() - v0)[:, 0] / 2.0).mean())
+    return {"moved_2s_m": moved, "acceleration": acc, "expected": 9.81 * (math.sin(th) - friction * math.cos(th))}
+
+
+def stack_of_three() -> dict:
+    """Three 5 cm cubes stacked with 1 mm gaps, 10 s."""
+    scene = _scene()
+    scene.add_entity(sc.morphs.Plane())
+    cubes = [
+        scene.add_entity(
+            sc.morphs.Box(size=(CUBE, CUBE, CUBE), pos=(0.0, 0.0, CUBE / 2 + k * (CUBE + 0.001))),
+            material=sc.materials.Rigid(rho=RHO, friction=0.5),
+        )
+        for k in range(3)
+    ]
+    scene.build(n_envs=2)
+    for _ in range(1000):
+        scene.step()
+    pos = torch.stack([c.get_pos() for c in cubes], 1)  # (n_envs, 3, 3)
+    return {
+        "max_horizontal_offset_m": float(pos[..., :2].norm(dim=-1).max()),
+        "height_errors_m": [float((pos[:, k, 2] - (CUBE / 2 + k * CUBE)).abs().max()) for k in range(3)],
+    }
+
+
+def _qmul(a, b):
+    aw, ax, ay, az = a.unbind(-1)
+    bw, bx, by, bz = b.unbind(-1)
+    return torch.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        -1,
+    )
+
+
+HOME = (0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.785)
+TCP = (0.0, 0.0, 0.1034)  # between the fingertips, in the hand frame
+
+
+def franka_grasp(n_envs: int = 8, seed: int = 0) -> dict:
+    """Position control only: differential IK (damped least squares on the hand's 6-D Jacobian)
+    moves the open hand over a cube placed at a random spot and yaw in each env, down around it;
+    the fingers close on it (position targets at 0), the hand lifts 15 cm and holds 5 s."""
+    scene = _scene()
+    scene.add_entity(sc.morphs.Plane())
+    franka = scene.add_entity(sc.morphs.MJCF(file="franka_panda"))
+    cube = scene.add_entity(
+        sc.morphs.Box(size=(CUBE, CUBE, CUBE), pos=(0.5, 0.0, CUBE / 2)), material=sc.materials.Rigid(rho=RHO)
+    )
+    scene.build(n_envs=n_envs)
+    dev = sc.device
+    home = torch.tensor(HOME + (0.04, 0.04), device=dev).repeat(n_envs, 1)
+    franka.set_dofs_position(home)
+    franka.control_dofs_position(home)
+    g = torch.Generator().manual_seed(seed)
+    xy = torch.tensor([0.5, 0.0]) + (torch.rand(n_envs, 2, generator=g) - 0.5) * 0.1
+    yaw = (torch.rand(n_envs, generator=g) - 0.5) * 0.6
+    cpos = torch.cat([xy, torch.full((n_envs, 1), CUBE / 2)], 1).to(dev)
+    cquat = torch.stack([torch.cos(yaw / 2), 0 * yaw, 0 * yaw, torch.sin(yaw / 2)], 1).to(dev)
+    cube.set_pos(cpos)
+    cube.set_quat(cquat)
+    hand = franka.get_link("hand")
+    tcp = torch.tensor(TCP, device=dev)
+    hand_target = _qmul(cquat, hand.get_quat())  # the home orientation, turned by the cube's yaw
+    arm = home[:, :7].clone()
+    conj = torch.tensor([1.0, -1.0, -1.0, -1.0], device=dev)
+
+    def track(target, fingers, steps):
+        for _ in range(steps):
+            q_err = _qmul(hand_target, hand.get_quat() * conj)
+            q_err = q_err * torch.sign(q_err[:, :1])
+            pos_err = (target - (hand.get_pos() + quat_rotate(hand.get_quat(), tcp))).clamp(-0.05, 0.05)
+            jac = franka.get_jacobian(hand, tcp)[:, :, :7]
+            arm.add_(0.1 * dls_step(jac, torch.cat([pos_err, 2.0 * q_err[:, 1:]], 1), 0.05))
+            franka.control_dofs_position(torch.cat([arm, fingers.expand(n_envs, 2)], 1))
+            scene.step()
+
+    above = cpos + torch.tensor([0.0, 0.0, 0.1], device=dev)
+    track(above, torch.tensor([0.04, 0.04], device=dev), 150)
+    track(cpos, torch.tensor([0.04, 0.04], device=dev), 100)
+    track(cpos, torch.zeros(2, device=dev), 50)  # close
+    lifted = cpos + torch.tensor([0.0, 0.0, 0.15], device=dev)
+    track(lifted, torch.zeros(2, device=dev), 150)
+
+    def in_hand():
+        return quat_rotate(hand.get_quat() * conj, cube.get_pos() - hand.get_pos())  # in the hand frame
+
+    rel0 = in_hand()
+    track(lifted, torch.zeros(2, device=dev), 500)  # hold 5 s
+    solver = scene.sim.rigid_solver
+    return {
+        "lift_m": (cube.get_pos()[:, 2] - CUBE / 2).tolist(),
+        "slip_5s_m": float((in_hand() - rel0).norm(dim=1).max()),
+        "errors": int(solver.get_error_envs_mask().sum()),
+    }
+
+
+def random_arm_stress(n_envs: int = 250, steps: int = 400, seed: int = 0, max_contacts=None) -> dict:
+    """Random arm and finger position targets every step with a cube in reach (n_envs * steps
+    env-steps); the deepest penetration of any contact at any step, errors and overflow counts."""
+    scene = _scene(rigid_options=sc.RigidOptions(max_contacts=max_contacts))
+    scene.add_entity(sc.morphs.Plane())
+    franka = scene.add_entity(sc.morphs.MJCF(file="franka_panda"))
+    scene.add_entity(
+        sc.morphs.Box(size=(CUBE, CUBE, CUBE), pos=(0.45, 0.0, CUBE / 2)), material=sc.materials.Rigid(rho=RHO)
+    )
+    scene.build(n_envs=n_envs)
+    solver = scene.sim.rigid_solver
+    lo = torch.as_tensor(scene.mjmodel.jnt_range[:9, 0], dtype=torch.float32, device=sc.device)
+    hi = torch.as_tensor(scene.mjmodel.jnt_range[:9, 1], dtype=torch.float32, device=sc.device)
+    g = torch.Generator(device=sc.device).manual_seed(seed)
+    deepest = torch.zeros((), device=sc.device)
+    errors = torch.zeros((), dtype=torch.int64, device=sc.device)
+    overflow = torch.zeros((), dtype=torch.int64, device=sc.device)
+    contacts = torch.zeros((), dtype=torch.int64, device=sc.device)
+    for _ in range(steps):
+        franka.control_dofs_position(lo + (hi - lo) * torch.rand(n_envs, 9, generator=g, device=sc.device))
+        scene.step()
+        c = solver.get_contacts()
+        deepest = torch.minimum(deepest, c["dist"].min())
+        errors += solver.get_error_envs_mask().sum()
+        overflow += solver.get_contact_overflow().sum()
+        contacts += c["valid_mask"].sum()
+    state = torch.cat([solver.get_qpos(), solver.get_qvel()], 1)
+    return {
+        "env_steps": n_envs * steps,
+        "finite": bool(torch.isfinite(state).all()),
+        "deepest_penetration_m": float(-deepest),
+        "error_env_steps": int(errors),
+        "dropped_contacts": int(overflow),
+        "mean_contacts": float(contacts) / (n_envs * steps),
+        "state": state.cpu(),
+    }
+
+
+def against_mujoco() -> dict:
+    """The drop of ``drop_and_rest`` in MuJoCo C on the scene's own compiled model (its defaults:
+    pyramidal cone, Newton solver): height over time, rest height, summed normal force."""
+    scene, cube = _cube_on_floor(1, z=0.10)
+    m = scene.mjmodel
+    d = mujoco.MjData(m)
+    ours, ref, mj_force = [], [], []
+    for _ in range(300):
+        scene.step()
+        ours.append(float(cube.get_pos()[0, 2]))
+        mujoco.mj_step(m, d)
+        ref.append(float(d.qpos[2]))
+    for i in range(d.ncon):
+        f = np.zeros(6)
+        mujoco.mj_contactForce(m, d, i, f)
+        mj_force.append(f[0])
+    weight = float(m.body_mass[1]) * 9.81
+    ours_force = float(scene.sim.rigid_solver.get_contacts()["force"][0, :, 2].sum())
+    ours, ref = np.array(ours), np.array(ref)
+    fall = slice(0, 10)  # before either touches the floor (contact at ~0.1 s)
+    return {
+        "free_fall_max_diff_m": float(np.abs(ours[fall] - ref[fall]).max()),
+        "trajectory_max_diff_m": float(np.abs(ours - ref).max()),
+        "trajectory_max_diff_after_0.5s_m": float(np.abs(ours[50:] - ref[50:]).max()),
+        "rest_height": (float(ours[-1]), float(ref[-1])),
+        "min_height": (float(ours.min()), float(ref.min())),
+        "normal_force_over_weight": (ours_force / weight, float(np.sum(mj_force)) / weight),
+    }
+
+
+# ---- tests -------------------------------------------------------------------------------------
+
+
+def test_dropped_cube_rests_at_its_half_size_and_does_not_drift():
+    r = drop_and_rest()
+    assert r["rest_height_error_m"] < 1e-3
+    assert r["drift_10s_m"] < 1e-3
+    assert r["min_height_during_drop_m"] > CUBE / 2 - 5e-3  # the impact does not sink it
+    assert abs(r["normal_force_over_weight"] - 1.0) < 0.02
+    assert r["contacts"] == 4
+
+
+def test_friction_holds_on_a_slope_and_slides_with_coulomb_deceleration():
+    hold = tilted_gravity(0.5)
+    assert hold["moved_2s_m"] < 1e-3
+    slide = tilted_gravity(0.2)
+    assert abs(slide["acceleration"] - slide["expected"]) < 0.1 * slide["expected"]
+
+
+def test_three_stacked_cubes_stay_standing():
+    r = stack_of_three()
+    assert r["max_horizontal_offset_m"] < 2e-3
+    assert max(r["height_errors_m"]) < 2e-3
+
+
+def test_franka_grasps_lifts_and_holds_a_cube_in_every_env():
+    r = franka_grasp()
+    assert min(r["lift_m"]) > 0.14
+    assert r["slip_5s_m"] < 5e-3
+    assert r["errors"] == 0
+
+
+def test_random_arm_commands_stay_finite_and_shallow():
+    r = random_arm_stress()
+    assert r["env_steps"] >= 100_000
+    assert r["finite"] and r["error_env_steps"] == 0
+    assert r["deepest_penetration_m"] < 5e-3
+    assert r["mean_contacts"] > 3  # the cube rests on the floor: these are real contact scenes
+    again = random_arm_stress()
+    assert torch.equal(r["state"], again["state"])  # same seed, same device: bit for bit
+
+
+def test_a_small_contact_budget_overflows_visibly_and_per_env():
+    scene, cube = _cube_on_floor(3, z=0.3)
+    solver = scene.sim.rigid_solver
+    assert solver.max_contacts == 4
+    cube.set_pos(torch.tensor([[0.0, 0.0, 0.3], [0.0, 0.0, CUBE / 2], [0.0, 0.0, 0.3]]))
+    scene.step()
+    assert solver.get_contact_overflow().tolist() == [0, 0, 0]
+    tight = _scene(rigid_options=sc.RigidOptions(max_contacts=2))
+    tight.add_entity(sc.morphs.Plane())
+    box = tight.add_entity(sc.morphs.Box(size=(CUBE, CUBE, CUBE), pos=(0.0, 0.0, 0.3)))
+    tight.build(n_envs=3)
+    box.set_pos(torch.tensor([[0.0, 0.0, CUBE / 2]]), envs_idx=[1])
+    tight.step()
+    s = tight.sim.rigid_solver
+    assert s.get_contact_overflow().tolist() == [0, 2, 0]
+    assert s.get_error_envs_mask().tolist() == [False, True, False]
+    assert s.get_contacts()["valid_mask"].sum(1).tolist() == [0, 2, 0]
+    s.reset(envs_idx=[1])
+    assert s.get_contact_overflow().tolist() == [0, 0, 0]
+
+
+def test_mujoco_c_agrees_on_the_drop():
+    r = against_mujoco()
+    assert r["free_fall_max_diff_m"] < 1e-4
+    assert abs(r["rest_height"][0] - r["rest_height"][1]) < 1e-3
+    assert r["trajectory_max_diff_after_0.5s_m"] < 1e-3
+    for ratio in r["normal_force_over_weight"]:
+        assert abs(ratio - 1.0) < 0.02
+
+
+def test_friction_is_set_per_env_and_checked():
+    scene, cube = _cube_on_floor(3)
+    cube.set_friction(torch.tensor([0.1, 0.5, 0.9]))
+    assert torch.allclose(cube.get_friction()[:, 0].cpu(), torch.tensor([0.1, 0.5, 0.9]))
+    cube.set_friction(0.3, envs_idx=[2])
+    assert torch.allclose(cube.get_friction(envs_idx=[2]).cpu(), torch.tensor([[0.3]]))
+    before = cube.get_friction()
+    for bad in (-0.1, torch.ones(2)):
+        try:
+            cube.set_friction(bad)
+        except sc.SimCoreError as err:
+            assert "friction" in str(err)
+        else:
+            raise AssertionError(f"set_friction({bad!r}) did not raise")
+    assert torch.equal(cube.get_friction(), before)
+
+
+def test_get_contacts_layout():
+    scene, cube = _cube_on_floor(2)
+    scene.step()
+    c = scene.sim.rigid_solver.get_contacts()
+    n = scene.sim.rigid_solver.max_contacts
+    assert c["position"].shape == (2, n, 3) and c["force"].shape == (2, n, 3) and c["valid_mask"].shape == (2, n)
+    valid = c["valid_mask"]
+    assert (c["geom_a"][valid] == 0).all() and (c["link_b"][valid] == cube.links[0].idx).all()
+    assert (c["geom_a"][~valid] == -1).all()
+    single, _ = _cube_on_floor(0)
+    single.step()
+    assert single.sim.rigid_solver.get_contacts()["position"].shape == (n, 3)
+
+
+if __name__ == "__main__":
+    sc.init(backend=sc.gpu if torch.cuda.is_available() else sc.cpu)
+    for name, fn in [
+        ("drop and rest", drop_and_rest),
+        ("slope, friction 0.5", lambda: tilted_gravity(0.5)),
+        ("slope, friction 0.2", lambda: tilted_gravity(0.2)),
+        ("stack of three", stack_of_three),
+        ("Franka grasp, lift, hold", franka_grasp),
+        ("random arm stress", random_arm_stress),
+        ("against MuJoCo C", against_mujoco),
+    ]:
+        r = fn()
+        r.pop("state", None)
+        print(f"{name}: " + ", ".join(f"{k}={v}" for k, v in r.items()), flush=True)
