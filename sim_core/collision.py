@@ -281,12 +281,14 @@ _mat43 = wp.types.matrix(shape=(4, 3), dtype=wp.float32)
 
 @wp.struct
 class _Manifold:
-    """Up to four contact points of a face contact: the extreme points along the reference face's
-    diagonals (so a square contact keeps its four corners), with their depths."""
+    """Up to five contact points of a face contact: the deepest point, and the extreme points along
+    the reference face's diagonals (so a square contact keeps its four corners), with depths."""
 
     pos: _mat43
     depth: wp.vec4
     score: wp.vec4
+    deep_pos: wp.vec3
+    deep: float
 
 
 @wp.func
@@ -299,6 +301,9 @@ def _manifold_add(mf: _Manifold, p: wp.vec3, pu: float, pv: float, depth: float,
                 out.score[k] = s[k]
                 out.depth[k] = depth
                 out.pos[k] = p
+        if depth < out.deep:
+            out.deep = depth
+            out.deep_pos = p
     return out
 
 
@@ -354,6 +359,7 @@ def _box_face_contacts(
     tol = 1.0e-6
     mf = _Manifold()
     mf.score = wp.vec4(-1.0e30)
+    mf.deep = 1.0e30
     for m in range(4):
         sa = 2.0 * float(m & 1) - 1.0
         sb = 2.0 * float((m >> 1) & 1) - 1.0
@@ -406,6 +412,14 @@ def _box_face_contacts(
                         pu = wp.dot(p - fc, u)
                         pv = wp.dot(p - fc, v)
                         mf = _manifold_add(mf, p, pu, pv, wp.dot(p - fc, nr), margin)
+    # the deepest point, unless it is one of the extremes (a polygon's deepest vertex need not be)
+    if mf.deep < 1.0e29:
+        extreme = int(0)
+        for k2 in range(4):
+            if wp.length(mf.pos[k2] - mf.deep_pos) < 1.0e-7:
+                extreme = 1
+        if extreme == 0:
+            n = _emit(n, w, mf.deep_pos - nr * (0.5 * mf.deep), nr * flip, mf.deep, g1, g2, margin, out)
     for k2 in range(4):
         if mf.score[k2] > -1.0e29:
             dup = int(0)

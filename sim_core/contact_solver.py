@@ -66,6 +66,7 @@ class ContactModel:
     dof_fac: wp.array(dtype=wp.int32)  # (nv,) where dof i's L entries (its ancestors') start in fac
     body_dof: wp.array(dtype=wp.int32)  # (nbody,) deepest dof that moves the body, -1 if none
     body_tree: wp.array(dtype=wp.vec2i)  # (nbody,) dof range [start, end) of the body's tree
+    lim_dof: wp.array(dtype=wp.int32)  # (nlim,) the limited dofs, in the generated code's order
     ndinv: int  # offset of the nv inverse pivots in fac
 
 
@@ -78,13 +79,23 @@ class ContactData:
     overflow: wp.array(dtype=wp.int32)  # (nworld,) contacts dropped in the last step (max over substeps)
     force: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) (normal, t1, t2) force on geom2, N
     friction: wp.array2d(dtype=wp.float32)  # (nworld, ngeom) sliding friction coefficient
+    lim_side: wp.array2d(dtype=wp.float32)  # (nworld, nlim) +1 / -1: lower / upper limit active, 0: not
+    lim_tgt: wp.array2d(dtype=wp.float32)  # (nworld, nlim) velocity that lands the joint on its limit
     fac: wp.array2d(dtype=wp.float32)  # (nworld, nfac) the step's packed factor of A
     vel0: wp.array2d(dtype=wp.float32)  # (nworld, nv) velocity at the start of the substep
     vel: wp.array2d(dtype=wp.float32)  # (nworld, nv) velocity being corrected
     jac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) J: the (normal, t1, t2) rows per dof
     ajac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) A^-1 J^T, same layout
     wblk: wp.array2d(dtype=wp.mat33)  # (nworld, max_contacts) the contact's block of W = J A^-1 J^T
-    grounded: wp.array2d(dtype=wp.bool)  # (nworld, max_contacts) one of the bodies is fixed to the world
+    unsettled: wp.array(dtype=wp.int32)  # (nworld,) active-set solves that ran out of rounds (diagnostic)
+    wnn: wp.array3d(dtype=wp.float32)  # (nworld, max_contacts, max_contacts) normal rows' block of W
+    u0: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal velocity without normal impulses
+    state: wp.array2d(dtype=wp.int32)  # (nworld, max_contacts) normal row INACTIVE, SOFT or CAPPED
+    act: wp.array2d(dtype=wp.int32)  # (nworld, max_contacts) the active rows
+    sysm: wp.array3d(dtype=wp.float32)  # (nworld, max_contacts, max_contacts) active rows' system
+    sysb: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) its right-hand side, then solution
+    scale: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) the system's diagonal scaling
+    lnew: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal impulses of a round
     trees: wp.array2d(dtype=wp.vec4i)  # (nworld, max_contacts) dof ranges [a0, a1), [b0, b1) it touches
     lam: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) impulses (normal, t1, t2), N s
     lam_geom: wp.array2d(dtype=wp.vec2i)  # (nworld, max_contacts) the pair each slot's lam belongs to
@@ -181,6 +192,157 @@ def _apply(
 
 
 @wp.func
+def _in_trees(i: int, t: wp.vec4i) -> bool:
+    return (i >= t[0] and i < t[1]) or (i >= t[2] and i < t[3])
+
+
+@wp.func
+def _normal_matrix(cd: ContactData, w: int, nc: int):
+    """``wnn[w, a, b]`` = J_a A^-1 J_b^T over the normal rows (non-zero when the contacts share a tree)."""
+    for a in range(nc):
+        ta = cd.trees[w, a]
+        for b in range(a, nc):
+            tb = cd.trees[w, b]
+            s = float(0.0)
+            for i in range(ta[0], ta[1]):
+                if _in_trees(i, tb):
+                    s += cd.jac[w, a, i][0] * cd.ajac[w, b, i][0]
+            for i in range(ta[2], ta[3]):
+                if _in_trees(i, tb):
+                    s += cd.jac[w, a, i][0] * cd.ajac[w, b, i][0]
+            cd.wnn[w, a, b] = s
+            cd.wnn[w, b, a] = s
+
+
+INACTIVE, SOFT, CAPPED = 0, 1, 2
+RIGID_REG = 1.0e-4  # regularization of rigid normal rows, relative to their diagonal of W
+CAP_RECOVERY = 0.2  # share of a depth beyond max_penetration pushed out per step
+
+
+@wp.func
+def _solve_normals(cd: ContactData, w: int, nc: int) -> float:
+    """All normal impulses of env ``w`` at once, the friction impulses held: an active-set solve
+    (each row inactive with ``lam = 0``, soft, or held at its depth cap) of the mixed
+    complementarity problem, by Gaussian elimination on the active rows; one row changes state per
+    round, the first that contradicts the solution (Murty's least-index rule, which cannot cycle).
+    Exact where projected Gauss-Seidel would need thousands of sweeps: a light cube pressed by a
+    heavy arm into the floor. Applies the change to ``vel``; returns the largest velocity change."""
+    for i in range(nc):  # u0: normal velocity without any normal impulse
+        u = _rows_dot(cd.jac, cd.vel, w, i, cd.trees[w, i])[0]
+        for j in range(nc):
+            u -= cd.wnn[w, i, j] * cd.lam[w, j][0]
+        cd.u0[w, i] = u
+        if cd.lam[w, i][0] <= 0.0:
+            cd.state[w, i] = INACTIVE
+        elif cd.state[w, i] == INACTIVE:
+            cd.state[w, i] = SOFT
+    eps = 1.0e-4  # m/s (1 um per step at dt = 0.01): float32 round-off must not flip a row
+    eps_lam = 1.0e-6  # N s
+    for _round in range(4 * nc + 4):
+        k = int(0)  # the active rows, in order, as a k x k system
+        for i in range(nc):
+            if cd.state[w, i] != INACTIVE:
+                cd.act[w, k] = i
+                k += 1
+        for r in range(k):
+            i = cd.act[w, r]
+            for q in range(k):
+                cd.sysm[w, r, q] = cd.wnn[w, i, cd.act[w, q]]
+            # rigid rows get a tiny regularization: coplanar contacts (a box's four corners, on both
+            # faces of a cube in a stack) are redundant, and the system would be singular
+            if cd.state[w, i] == SOFT:
+                cd.sysm[w, r, r] = cd.sysm[w, r, r] + wp.max(cd.reg[w, i], RIGID_REG * cd.wnn[w, i, i])
+                cd.sysb[w, r] = cd.uref[w, i] - cd.u0[w, i]
+            else:
+                cd.sysm[w, r, r] = cd.sysm[w, r, r] * (1.0 + RIGID_REG)
+                cd.sysb[w, r] = cd.umin[w, i] - cd.u0[w, i]
+        # symmetric diagonal scaling first: an arm's rows weigh ~1e4 times less than a cube's, too
+        # wide a spread for float32 elimination unscaled
+        for r in range(k):
+            cd.scale[w, r] = 1.0 / wp.sqrt(wp.max(cd.sysm[w, r, r], 1.0e-20))
+        for r in range(k):
+            for q in range(k):
+                cd.sysm[w, r, q] = cd.sysm[w, r, q] * cd.scale[w, r] * cd.scale[w, q]
+            cd.sysb[w, r] = cd.sysb[w, r] * cd.scale[w, r]
+        _gauss(cd.sysm, cd.sysb, w, k)
+        for i in range(nc):
+            cd.lnew[w, i] = 0.0
+        for r in range(k):
+            cd.lnew[w, cd.act[w, r]] = cd.sysb[w, r] * cd.scale[w, r]
+        flip = int(-1)  # the first row whose state contradicts the solution (Murty's least-index rule)
+        new_state = int(0)
+        for i in range(nc):
+            if flip < 0:
+                l = cd.lnew[w, i]
+                u = cd.u0[w, i]
+                for j in range(nc):
+                    u += cd.wnn[w, i, j] * cd.lnew[w, j]
+                st = cd.state[w, i]
+                if st != INACTIVE and l < -eps_lam:
+                    st = INACTIVE
+                elif st == SOFT and u < cd.umin[w, i] - eps:
+                    st = CAPPED
+                elif st == CAPPED and cd.uref[w, i] - cd.reg[w, i] * l > cd.umin[w, i] + eps:
+                    st = SOFT
+                elif st == INACTIVE and u < wp.max(cd.uref[w, i], cd.umin[w, i]) - eps:
+                    st = SOFT
+                    if cd.umin[w, i] > cd.uref[w, i]:
+                        st = CAPPED
+                if st != cd.state[w, i]:
+                    flip = i
+                    new_state = st
+        if flip >= 0:
+            cd.state[w, flip] = new_state
+        if flip < 0:
+            break
+        if _round == 4 * nc + 3:
+            cd.unsettled[w] = cd.unsettled[w] + 1
+    change = float(0.0)
+    for i in range(nc):
+        lam = cd.lam[w, i]
+        ln = wp.max(cd.lnew[w, i], 0.0)
+        _apply(cd.ajac, cd.vel, w, i, wp.vec3(ln - lam[0], 0.0, 0.0), cd.trees[w, i])
+        cd.lam[w, i] = wp.vec3(ln, lam[1], lam[2])
+        change = wp.max(change, wp.abs(ln - lam[0]) * cd.wnn[w, i, i])
+    return change
+
+
+@wp.func
+def _gauss(m: wp.array3d(dtype=wp.float32), b: wp.array2d(dtype=wp.float32), w: int, k: int):
+    """Solve ``m[w, :k, :k] x = b[w, :k]`` in place (``b`` becomes x): Gaussian elimination with
+    partial pivoting; a zero pivot leaves that unknown at 0."""
+    for col in range(k):
+        piv = col
+        for r in range(col + 1, k):
+            if wp.abs(m[w, r, col]) > wp.abs(m[w, piv, col]):
+                piv = r
+        if piv != col:
+            for q in range(k):
+                tmp = m[w, col, q]
+                m[w, col, q] = m[w, piv, q]
+                m[w, piv, q] = tmp
+            tmp = b[w, col]
+            b[w, col] = b[w, piv]
+            b[w, piv] = tmp
+        p = m[w, col, col]
+        if wp.abs(p) < 1.0e-12:
+            continue
+        for r in range(col + 1, k):
+            f = m[w, r, col] / p
+            if f != 0.0:
+                for q in range(col, k):
+                    m[w, r, q] = m[w, r, q] - f * m[w, col, q]
+                b[w, r] = b[w, r] - f * b[w, col]
+    for rr in range(k):
+        r = k - 1 - rr
+        x = b[w, r]
+        for q in range(r + 1, k):
+            x -= m[w, r, q] * b[w, q]
+        p = m[w, r, r]
+        b[w, r] = wp.where(wp.abs(p) < 1.0e-12, 0.0, x / p)
+
+
+@wp.func
 def _impedance(solimp: _vec5, depth: float) -> float:
     """MuJoCo's impedance ``d`` at penetration ``depth`` >= 0 (solimp's power-sigmoid in depth/width)."""
     dmin = solimp[0]
@@ -196,6 +358,35 @@ def _impedance(solimp: _vec5, depth: float) -> float:
     else:
         y = 1.0 - wp.pow(1.0 - x, p) / wp.pow(1.0 - mid, p - 1.0)
     return dmin + y * (dmax - dmin)
+
+
+@wp.func
+def _limit_row(cm: ContactModel, cd: ContactData, w: int, r: int, d: int, side: float, tgt: float):
+    """Row ``r`` for the active limit of dof ``d``: ``side * v_d >= side * tgt`` (rigid, no friction),
+    solved with the contacts so a contact cannot push a joint through its limit."""
+    tree = cm.body_tree[cm.dof_body[d]]
+    t = wp.vec4i(tree[0], tree[1], 0, 0)
+    cd.trees[w, r] = t
+    for i in range(t[0], t[1]):
+        cd.jac[w, r, i] = wp.vec3(0.0)
+        cd.ajac[w, r, i] = wp.vec3(0.0)
+    cd.jac[w, r, d] = wp.vec3(side, 0.0, 0.0)
+    cd.ajac[w, r, d] = wp.vec3(side, 0.0, 0.0)
+    _solve3(cd.ajac, cd.fac, cm.dof_parent, cm.dof_fac, cm.ndinv, w, r, t[0], t[1])
+    wrr = side * cd.ajac[w, r, d][0]
+    cd.wblk[w, r] = wp.mat33(wrr, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    key = wp.vec2i(-2, d)
+    lam = wp.vec3(0.0)
+    prev = cd.lam_geom[w, r]
+    if prev[0] == key[0] and prev[1] == key[1]:
+        lam = wp.vec3(cd.lam[w, r][0], 0.0, 0.0)
+        _apply(cd.ajac, cd.vel, w, r, lam, t)
+    cd.lam[w, r] = lam
+    cd.lam_geom[w, r] = key
+    cd.uref[w, r] = side * tgt
+    cd.umin[w, r] = -1.0e30
+    cd.reg[w, r] = 0.0
+    cd.mu[w, r] = 0.0
 
 
 @wp.func
@@ -231,7 +422,6 @@ def solve_contacts(
             tb = wp.vec2i(0, 0)  # one tree: visit its dofs once
         t = wp.vec4i(ta[0], ta[1], tb[0], tb[1])
         cd.trees[w, c] = t
-        cd.grounded[w, c] = cm.body_dof[cm.geom_body[g[0]]] < 0 or cm.body_dof[cm.geom_body[g[1]]] < 0
         # a tangent frame: t1 perpendicular to n and to the world axis n is least aligned with
         t1 = wp.cross(n, wp.vec3(1.0, 0.0, 0.0))
         if wp.abs(n[0]) > 0.5:
@@ -283,33 +473,29 @@ def solve_contacts(
             reg = (1.0 - imp) / imp * blk[0, 0]
         cd.uref[w, c] = u_ref
         cd.reg[w, c] = reg
-        cd.umin[w, c] = -(dist + max_penetration) / dt
+        # beyond the cap already (after a violent impact): recover a fifth of the excess per step
+        cd.umin[w, c] = -(dist + max_penetration) / dt * wp.where(dist < -max_penetration, CAP_RECOVERY, 1.0)
         cd.mu[w, c] = wp.max(cd.friction[w, g[0]], cd.friction[w, g[1]])
+    nrow = nc
+    for k in range(cm.lim_dof.shape[0]):  # active joint limits: one more row each, after the contacts
+        if cd.lim_side[w, k] != 0.0:
+            _limit_row(cm, cd, w, nrow, cm.lim_dof[k], cd.lim_side[w, k], cd.lim_tgt[w, k])
+            nrow += 1
+    _normal_matrix(cd, w, nrow)
+    _solve_normals(cd, w, nrow)
     for _it in range(iterations):
-        change = float(0.0)  # largest velocity change a row's update made in this sweep, m/s
-        for k in range(2 * nc):  # contacts between moving bodies first, then those with the world
-            c = k % nc
-            if (k < nc) == cd.grounded[w, c]:
-                continue
+        change = float(0.0)
+        for c in range(nc):  # friction, the normal impulses held
             t = cd.trees[w, c]
             blk = cd.wblk[w, c]
             lam = cd.lam[w, c]
             u = _rows_dot(cd.jac, cd.vel, w, c, t)
-            reg = cd.reg[w, c]
-            ln = wp.max(lam[0] - (u[0] + reg * lam[0] - cd.uref[w, c]) / (blk[0, 0] + reg), 0.0)
-            # never deeper than max_penetration after this step, whatever the soft model allows
-            short = cd.umin[w, c] - (u[0] + blk[0, 0] * (ln - lam[0]))
-            if short > 0.0:
-                ln = ln + short / blk[0, 0]
-            u = u + wp.vec3(blk[0, 0], blk[1, 0], blk[2, 0]) * (ln - lam[0])
-            # friction: drive both tangential velocities to zero, then project onto the cone
+            # drive both tangential velocities to zero with the 2x2 block, then the cone
             det = blk[1, 1] * blk[2, 2] - blk[1, 2] * blk[2, 1]
-            d1 = -(blk[2, 2] * u[1] - blk[1, 2] * u[2]) / det
-            d2 = -(blk[1, 1] * u[2] - blk[2, 1] * u[1]) / det
-            l1 = lam[1] + d1
-            l2 = lam[2] + d2
+            l1 = lam[1] - (blk[2, 2] * u[1] - blk[1, 2] * u[2]) / det
+            l2 = lam[2] - (blk[1, 1] * u[2] - blk[2, 1] * u[1]) / det
             norm = wp.sqrt(l1 * l1 + l2 * l2)
-            limit = cd.mu[w, c] * ln
+            limit = cd.mu[w, c] * lam[0]
             if norm > limit:  # sliding: full friction against the slip velocity (maximal dissipation)
                 slip = wp.sqrt(u[1] * u[1] + u[2] * u[2])
                 if slip > 1.0e-6:
@@ -319,25 +505,25 @@ def solve_contacts(
                     scale = limit / wp.max(norm, 1.0e-20)
                     l1 = l1 * scale
                     l2 = l2 * scale
-            new = wp.vec3(ln, l1, l2)
-            dlam = new - lam
+            dlam = wp.vec3(0.0, l1 - lam[1], l2 - lam[2])
             _apply(cd.ajac, cd.vel, w, c, dlam, t)
-            cd.lam[w, c] = new
-            change = wp.max(change, wp.max(wp.abs(dlam[0]) * blk[0, 0], wp.abs(dlam[1]) * blk[1, 1]))
-            change = wp.max(change, wp.abs(dlam[2]) * blk[2, 2])
+            cd.lam[w, c] = wp.vec3(lam[0], l1, l2)
+            change = wp.max(change, wp.max(wp.abs(dlam[1]) * blk[1, 1], wp.abs(dlam[2]) * blk[2, 2]))
+        # the normal solve last: whatever friction left unconverged, no contact goes deeper
+        change = wp.max(change, _solve_normals(cd, w, nrow))
         if change < tolerance:
             break
     for c in range(nc):
         cd.force[w, c] = cd.lam[w, c] / dt
         cd.lam_geom[w, c] = cd.slots.geom[w, c]
-    forget_contacts(cd, w, nc)
+    forget_contacts(cd, w, nrow)
 
 
 @wp.func
 def forget_contacts(cd: ContactData, w: int, start: int):
     """Drop the warm-start impulses of env ``w``'s slots from ``start`` on."""
     for c in range(start, cd.lam_geom.shape[1]):
-        if cd.lam_geom[w, c][0] < 0:
+        if cd.lam_geom[w, c][0] == -1:
             break  # the rest were forgotten already
         cd.lam_geom[w, c] = wp.vec2i(-1, -1)
 
@@ -391,28 +577,41 @@ def build_contact_model(m: Model, mjm, device: str) -> ContactModel:
     cm.dof_fac = arr(fac_off, wp.int32)
     cm.body_dof = arr(body_dof, wp.int32)
     cm.body_tree = arr(body_tree, wp.vec2i)
+    lim = [int(m.jnt_dofadr[j]) for j in range(m.njnt) if m.jnt_limited[j]]  # as Tree.limited_dofs
+    cm.lim_dof = arr(np.array(lim, np.int32).reshape(-1), wp.int32)
     cm.ndinv = int(off)
     return cm
 
 
-def make_contact_data(slots: _Out, nworld: int, max_contacts: int, nv: int, nfac: int, friction, device: str):
-    """Zeroed buffers for ``nworld`` envs; ``friction`` (ngeom,) is every env's initial friction."""
+def make_contact_data(
+    slots: _Out, nworld: int, max_contacts: int, nlim: int, nv: int, nfac: int, friction, device: str
+) -> ContactData:
+    """Zeroed buffers for ``nworld`` envs: ``max_contacts`` contact slots, and solver rows for them
+    plus the ``nlim`` limited joints; ``friction`` (ngeom,) is every env's initial friction."""
+    rows = max_contacts + nlim
+    z = lambda shape, dtype=wp.float32: wp.zeros(shape, dtype=dtype, device=device)  # noqa: E731
     cd = ContactData()
     cd.slots = slots
-    cd.count = wp.zeros(nworld, dtype=wp.int32, device=device)
-    cd.overflow = wp.zeros(nworld, dtype=wp.int32, device=device)
-    cd.force = wp.zeros((nworld, max_contacts), dtype=wp.vec3, device=device)
+    cd.count = z(nworld, wp.int32)
+    cd.overflow = z(nworld, wp.int32)
+    cd.unsettled = z(nworld, wp.int32)
+    cd.force = z((nworld, max_contacts), wp.vec3)
     cd.friction = wp.array(np.tile(np.asarray(friction, np.float32), (nworld, 1)), dtype=wp.float32, device=device)
-    cd.fac = wp.zeros((nworld, nfac), dtype=wp.float32, device=device)
-    cd.vel0 = wp.zeros((nworld, nv), dtype=wp.float32, device=device)
-    cd.vel = wp.zeros((nworld, nv), dtype=wp.float32, device=device)
-    cd.jac = wp.zeros((nworld, max_contacts, nv), dtype=wp.vec3, device=device)
-    cd.ajac = wp.zeros((nworld, max_contacts, nv), dtype=wp.vec3, device=device)
-    cd.wblk = wp.zeros((nworld, max_contacts), dtype=wp.mat33, device=device)
-    cd.grounded = wp.zeros((nworld, max_contacts), dtype=wp.bool, device=device)
-    cd.trees = wp.zeros((nworld, max_contacts), dtype=wp.vec4i, device=device)
-    cd.lam = wp.zeros((nworld, max_contacts), dtype=wp.vec3, device=device)
-    for name in ("uref", "umin", "reg", "mu"):
-        setattr(cd, name, wp.zeros((nworld, max_contacts), dtype=wp.float32, device=device))
-    cd.lam_geom = wp.full((nworld, max_contacts), wp.vec2i(-1, -1), dtype=wp.vec2i, device=device)
+    cd.lim_side = z((nworld, max(nlim, 1)))
+    cd.lim_tgt = z((nworld, max(nlim, 1)))
+    cd.fac = z((nworld, nfac))
+    cd.vel0 = z((nworld, nv))
+    cd.vel = z((nworld, nv))
+    cd.jac = z((nworld, rows, nv), wp.vec3)
+    cd.ajac = z((nworld, rows, nv), wp.vec3)
+    cd.wblk = z((nworld, rows), wp.mat33)
+    cd.wnn = z((nworld, rows, rows))
+    cd.sysm = z((nworld, rows, rows))
+    for name in ("u0", "sysb", "scale", "lnew", "uref", "umin", "reg", "mu"):
+        setattr(cd, name, z((nworld, rows)))
+    cd.state = z((nworld, rows), wp.int32)
+    cd.act = z((nworld, rows), wp.int32)
+    cd.trees = z((nworld, rows), wp.vec4i)
+    cd.lam = z((nworld, rows), wp.vec3)
+    cd.lam_geom = wp.full((nworld, rows), wp.vec2i(-1, -1), dtype=wp.vec2i, device=device)
     return cd

@@ -29,6 +29,8 @@ __all__ = [
     "LIMIT_RECOVERY",
     "emit_velocity_update",
     "emit_limits",
+    "emit_limit_rows",
+    "emit_limit_projection",
     "emit_positions",
     "emit_unit_solve_func",
     "emit_limit_func",
@@ -38,6 +40,7 @@ __all__ = [
 
 LIMIT_SWEEPS = 4
 LIMIT_RECOVERY = 0.2
+LIMIT_MARGIN = 0.05  # rad or m: limits this close become solver rows when contacts are solved
 
 
 def factor_size(t: Tree) -> int:
@@ -73,15 +76,28 @@ def emit_unit_solve_func(t: Tree, e: Emitter) -> None:
 
 def emit_limits(t: Tree, e: Emitter, dt: str) -> None:
     """Project ``v{i}`` so limited joints stay in range (see the module docstring)."""
+    emit_limit_rows(t, e, dt)
+    emit_limit_projection(t, e)
+
+
+def emit_limit_rows(t: Tree, e: Emitter, dt: str, speculative: bool = False) -> None:
+    """For each limited dof i: ``side{i}`` (+1 at the lower limit, -1 at the upper, 0 if free this
+    step) and ``tgt{i}``, the velocity that lands it on the limit; ``_any``: some limit is active.
+
+    A limit is active when this step's velocity would cross it; with ``speculative`` also when the
+    joint is within ``LIMIT_MARGIN`` of its range (a tenth of it at most) of it, so that impulses
+    solved afterwards (contacts) cannot push it through."""
     lims = t.limited_dofs()
     if not lims:
         return
-    nv = t.m.nv
     e("_any = False")
     for i, a, lo, hi in lims:
+        margin = min(LIMIT_MARGIN, 0.1 * (hi - lo)) if speculative else 0.0
         e(f"_qn = q{a} + {dt} * v{i}")
         e(f"side{i} = 0.0")
         e(f"tgt{i} = 0.0")
+        if margin > 0.0:
+            e(f"_qn = wp.min(_qn, q{a} - {lit(margin)})")
         e(f"if _qn < {lit(lo)}:")
         with e.indent():
             e(f"side{i} = 1.0")
@@ -89,6 +105,8 @@ def emit_limits(t: Tree, e: Emitter, dt: str) -> None:
             e(f"if q{a} < {lit(lo)}:")
             with e.indent():
                 e(f"tgt{i} = tgt{i} * {lit(LIMIT_RECOVERY)}")
+        if margin > 0.0:
+            e(f"_qn = wp.max(q{a} + {dt} * v{i}, q{a} + {lit(margin)})")
         e(f"if _qn > {lit(hi)}:")
         with e.indent():
             e(f"side{i} = -1.0")
@@ -99,6 +117,14 @@ def emit_limits(t: Tree, e: Emitter, dt: str) -> None:
         e(f"if side{i} != 0.0:")
         with e.indent():
             e("_any = True")
+
+
+def emit_limit_projection(t: Tree, e: Emitter) -> None:
+    """The Gauss-Seidel limit impulses on ``v{i}`` for the rows of ``emit_limit_rows``."""
+    lims = t.limited_dofs()
+    if not lims:
+        return
+    nv = t.m.nv
     e("if _any:")
     with e.indent():
         e(f"_fac = vec_fac({', '.join(factor_names(t))})")

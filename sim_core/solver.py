@@ -35,7 +35,7 @@ def _error_rows(
 
 
 # most contacts one pair of geom types produces (collision.py), for sizing the default budget
-_PAIR_CONTACTS = {(0, 2): 1, (0, 3): 2, (0, 6): 4, (3, 6): 3, (6, 6): 4}
+_PAIR_CONTACTS = {(0, 2): 1, (0, 3): 2, (0, 6): 4, (3, 6): 3, (6, 6): 5}
 
 
 class RigidSolver:
@@ -105,6 +105,7 @@ class RigidSolver:
             slots,
             self.nworld,
             self.max_contacts,
+            len(self.tree.limited_dofs()),
             self.model.nv,
             integrator.factor_size(self.tree),
             mjm.geom_friction[:, 0],

@@ -93,17 +93,22 @@ def _emit_contacts(t: Tree, e: Emitter) -> None:
     e("_ncs = wp.min(_nc, cd.slots.pos.shape[1])")
     e("cd.count[w] = _ncs")
     e("_ovf = wp.max(_ovf, _nc - _ncs)")
-    e("if _ncs > 0:")
+    e("if _ncs > 0:  # contacts and active joint limits solved together")
     with e.indent():
         for k, name in enumerate(integrator.factor_names(t)):
             e(f"cd.fac[w, {k}] = {name}")
         for i in range(m.nv):
             e(f"cd.vel[w, {i}] = v{i}")
+        for k, (i, _a, _lo, _hi) in enumerate(t.limited_dofs()):
+            e(f"cd.lim_side[w, {k}] = side{i}")
+            e(f"cd.lim_tgt[w, {k}] = tgt{i}")
         e("solve_contacts(cm, cd, xpos_s, xquat_s, w, _ncs, dt, iterations, tolerance, max_pen)")
         for i in range(m.nv):
             e(f"v{i} = cd.vel[w, {i}]")
     e("else:")
-    e("    forget_contacts(cd, w, 0)")
+    with e.indent():
+        e("forget_contacts(cd, w, 0)")
+        integrator.emit_limit_projection(t, e)
 
 
 def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
@@ -181,9 +186,11 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
         integrator.emit_velocity_update(t, e, "dt")
         for i in range(m.nv):
             e(f"v{i} = v{i} + dt * acc{i}")
-        integrator.emit_limits(t, e, "dt")
         if contacts:
+            integrator.emit_limit_rows(t, e, "dt", speculative=True)
             _emit_contacts(t, e)
+        else:
+            integrator.emit_limits(t, e, "dt")
         integrator.emit_positions(t, e, "dt")
         e.depth -= 1 if substeps > 1 else 0
         if contacts:

@@ -163,7 +163,24 @@ def franka_grasp(n_envs: int = 8, seed: int = 0) -> dict:
     above = cpos + torch.tensor([0.0, 0.0, 0.1], device=dev)
     track(above, torch.tensor([0.04, 0.04], device=dev), 150)
     track(cpos, torch.tensor([0.04, 0.04], device=dev), 100)
-    track(cpos, torch.zeros(2, device=dev), 50)  # close
+    import os
+    if os.environ.get("GRASP_DEBUG"):
+        for i in range(50):
+            track(cpos, torch.zeros(2, device=dev), 1)
+            c = scene.sim.rigid_solver.get_contacts()
+            e = 2
+            v = c["valid_mask"][e]
+            print(i, [round(x, 4) for x in franka.get_dofs_position()[e, 7:].tolist()], [round(x, 4) for x in (cube.get_pos() - cpos)[e].tolist()], list(zip(c["geom_a"][e][v].tolist(), c["geom_b"][e][v].tolist(), [round(x, 4) for x in c["dist"][e][v].tolist()], [round(x[2], 2) for x in c["force"][e][v].tolist()])))
+    else:
+        track(cpos, torch.zeros(2, device=dev), 50)  # close
+    if os.environ.get("GRASP_DEBUG"):
+        print("fingers", franka.get_dofs_position()[:, 7:], "cube", cube.get_pos() - cpos)
+        import warp as wp
+        print("unsettled", wp.to_torch(scene.sim.rigid_solver.contacts.unsettled))
+        c = scene.sim.rigid_solver.get_contacts()
+        for e in (1, 2):
+            v = c["valid_mask"][e]
+            print(e, list(zip(c["geom_a"][e][v].tolist(), c["geom_b"][e][v].tolist(), [round(x, 4) for x in c["dist"][e][v].tolist()], [[round(y, 2) for y in x] for x in c["force"][e][v].tolist()])))
     lifted = cpos + torch.tensor([0.0, 0.0, 0.15], device=dev)
     track(lifted, torch.zeros(2, device=dev), 150)
 
