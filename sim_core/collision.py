@@ -232,6 +232,16 @@ def _sphere_box(
 
 
 @wp.func
+def _closest_in_box(p: wp.vec3, c: wp.vec3, q: wp.quat, s: wp.vec3) -> wp.vec3:
+    """The point of the box (center c, orientation q, half extents s) nearest to ``p``."""
+    local = wp.quat_rotate_inv(q, p - c)
+    clamped = wp.vec3(
+        wp.clamp(local[0], -s[0], s[0]), wp.clamp(local[1], -s[1], s[1]), wp.clamp(local[2], -s[2], s[2])
+    )
+    return c + wp.quat_rotate(q, clamped)
+
+
+@wp.func
 def _box_sdf(p: wp.vec3, c: wp.vec3, q: wp.quat, s: wp.vec3) -> float:
     """Signed distance from point ``p`` to the box (negative inside)."""
     local = wp.quat_rotate_inv(q, p - c)
@@ -506,10 +516,26 @@ def _box_box(
         return n
     if wp.dot(d, axis) < 0.0:
         axis = -axis  # from box 1 toward box 2
-    if kind == 0:
-        return _box_face_contacts(n, w, c1, q1, s1, idx, axis, c2, q2, s2, 1.0, g1, g2, margin, out)
-    if kind == 1:
-        return _box_face_contacts(n, w, c2, q2, s2, idx, -axis, c1, q1, s1, -1.0, g1, g2, margin, out)
+    if kind < 2:
+        n0 = n
+        if kind == 0:
+            n = _box_face_contacts(n, w, c1, q1, s1, idx, axis, c2, q2, s2, 1.0, g1, g2, margin, out)
+        else:
+            n = _box_face_contacts(n, w, c2, q2, s2, idx, -axis, c1, q1, s1, -1.0, g1, g2, margin, out)
+        if n > n0 or best <= 0.0:
+            return n
+        # apart, and the faces do not overlap across the axis (boxes offset diagonally, closest at an
+        # edge or corner): the closest points by alternating projection (convex sets, converges)
+        p2 = c2
+        p1 = c1
+        for _it in range(16):
+            p1 = _closest_in_box(p2, c1, q1, s1)
+            p2 = _closest_in_box(p1, c2, q2, s2)
+        gap = p2 - p1
+        dist = wp.length(gap)
+        if dist < 1.0e-9:
+            return n
+        return _emit(n, w, 0.5 * (p1 + p2), gap / dist, dist, g1, g2, margin, out)
     # edge-edge: the edge of each box that reaches furthest toward the other
     i = idx / 3
     j = idx % 3

@@ -216,7 +216,6 @@ def _normal_matrix(cd: ContactData, w: int, nc: int):
 
 INACTIVE, SOFT, CAPPED = 0, 1, 2
 RIGID_REG = 1.0e-4  # regularization of rigid normal rows, relative to their diagonal of W
-CAP_RECOVERY = 0.2  # share of a depth beyond max_penetration pushed out per step
 
 
 @wp.func
@@ -473,8 +472,7 @@ def solve_contacts(
             reg = (1.0 - imp) / imp * blk[0, 0]
         cd.uref[w, c] = u_ref
         cd.reg[w, c] = reg
-        # beyond the cap already (after a violent impact): recover a fifth of the excess per step
-        cd.umin[w, c] = -(dist + max_penetration) / dt * wp.where(dist < -max_penetration, CAP_RECOVERY, 1.0)
+        cd.umin[w, c] = -(dist + max_penetration) / dt
         cd.mu[w, c] = wp.max(cd.friction[w, g[0]], cd.friction[w, g[1]])
     nrow = nc
     for k in range(cm.lim_dof.shape[0]):  # active joint limits: one more row each, after the contacts
