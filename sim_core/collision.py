@@ -1,8 +1,8 @@
 """Collision detection (narrow phase) between primitive geoms, batched over envs, as MuJoCo defines it.
 
-This is the first stage of the contact pipeline; the contact solver that turns these contacts into
-forces is not written yet, so ``scene.step()`` does not call it. It stands on its own and is checked
-against MuJoCo's ``mj_collision`` (``tests/test_collision.py``).
+The first stage of the contact pipeline: ``collide_env`` runs inside the step kernel every substep
+(``step.py``) and ``contact_solver.py`` turns its contacts into impulses. ``collide`` runs it alone,
+which the checks against MuJoCo's ``mj_collision`` use (``tests/test_collision.py``).
 
 Conventions (MuJoCo's): in a pair, ``geom1`` has the smaller geom type; the contact normal points from
 ``geom1`` to ``geom2``; ``dist`` is the signed distance between the surfaces (negative: penetration);
@@ -10,9 +10,9 @@ Conventions (MuJoCo's): in a pair, ``geom1`` has the smaller geom type; the cont
 
 Candidate pairs are chosen once, at build time, with MuJoCo's filter: ``contype``/``conaffinity``
 bits, never two geoms of one body or of welded bodies, and never a parent and child body (unless the
-parent is the world). Implemented pair types: plane with sphere, capsule and box; sphere with sphere,
-capsule and box; capsule with capsule. Pairs of other types (capsule-box, box-box) are listed in
-``CollisionPlan.unsupported`` and skipped.
+parent is the world). Pair types: plane with sphere, capsule and box; sphere with sphere, capsule
+and box; capsule with capsule and box; box with box. Other types (no model that passes the import
+checks has them) would be listed in ``CollisionPlan.unsupported`` and skipped.
 
 Each env has a fixed budget of ``max_contacts`` slots; contacts beyond it are counted per env in
 ``overflow``, never written into another env's slots. One thread per env walks the pairs in a fixed

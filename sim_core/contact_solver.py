@@ -1,16 +1,17 @@
-"""Contact forces: soft normal constraints and Coulomb friction, by projected Gauss-Seidel on impulses.
+"""Contact and joint-limit impulses: soft normal constraints, Coulomb friction, depth cap.
 
 One env per thread, called from the generated step kernel after the smooth velocity update (see
 ``step.py``). With ``v*`` the velocity the smooth forces alone would give and ``A = M + dt * D`` the
-matrix of the implicit step (``integrator.py``), the contact impulses ``lam`` change it to
+matrix of the implicit step (``integrator.py``), the impulses ``lam`` change it to
 ``v = v* + A^-1 J^T lam``. Each contact has three rows in its frame (normal ``n``, tangents ``t1``,
 ``t2``); ``J`` maps dof velocities to the relative velocity of the two bodies at the contact point
-along them (geom2's body minus geom1's, the normal pointing from geom1 to geom2).
+along them (geom2's body minus geom1's, the normal pointing from geom1 to geom2). Each active joint
+limit adds one row (``integrator.emit_limit_rows``), so contacts cannot push joints through limits.
 
 - Normal rows, penetrating (``dist <= 0``): MuJoCo's soft constraint (MuJoCo documentation,
   "Computation: soft constraints"). With the impedance ``d`` from ``solimp`` at this depth and
   ``k = 1 / (dmax^2 tc^2 zeta^2)``, ``b = 2 / (dmax tc)`` from ``solref = (tc, zeta)``
-  (``tc >= 2 dt``), the row solves ``(W + R) lam = u_ref - J v*`` with ``lam >= 0``, where
+  (``tc >= 2 dt``), the row asks ``J v + R lam = u_ref`` with ``lam >= 0``, where
   ``W = J A^-1 J^T``, ``R = (1 - d) / d * W_rr`` and ``u_ref = J v_0 + dt (-b J v_0 - k d dist)``
   (``v_0``: velocity at the start of the substep). At rest this settles at a depth of
   ``(1 - d) g / (k d^2)`` (a few tenths of a millimetre with the defaults) without jitter. The soft
@@ -19,7 +20,7 @@ along them (geom2's body minus geom1's, the normal pointing from geom1 to geom2)
   therefore also held rigidly to ``J v >= -(dist + max_penetration) / dt``, a depth cap.
 - Normal rows, apart by less than the detection margin (``dist > 0``): speculative contacts
   (Catto, "Contacts", GDC 2013): a rigid row ``J v >= -dist / dt``, so a body closes the gap in one
-  step but never passes through, whatever its speed.
+  step but does not pass through, up to speeds of about (margin + gap) / dt.
 - Friction rows: rigid Coulomb friction, ``|lam_t| <= mu lam_n`` (the elliptic cone), target
   tangential velocity zero, so objects at rest on a slope stick without creep. When the impulse
   that would stop the contact lies outside the cone, the contact slides and gets the full
@@ -27,11 +28,14 @@ along them (geom2's body minus geom1's, the normal pointing from geom1 to geom2)
   onto the cone instead tilts the friction of a sliding box's corners and under-brakes it by ~7%).
   ``mu`` is the larger of the two geoms' sliding friction, as in MuJoCo.
 
-Rows are swept in contact order (deterministic) until they settle or the sweep budget is spent, starting from the
-last substep's impulses where a slot holds the same geom pair again (warm start, as in Box2D and
-Bullet), which is what lets a stack of boxes settle without creeping. ``A^-1`` is
-applied with the packed ``L^T D L`` factor the step already computed, restricted to the dof ranges of
-the two bodies' kinematic trees (the factor is block-diagonal by tree).
+Solution: all normal and limit rows together by an active-set method on their block of ``W``
+(``_solve_normals``: exact, so a light object between a heavy arm and the floor is held, where
+projected Gauss-Seidel would need thousands of sweeps), then each contact's friction pair with the
+normals held, alternating until nothing changes by ``tolerance`` or the iteration budget is spent,
+the normal solve last. Each substep starts from the last one's impulses where a slot holds the same
+pair again (warm start, as in Box2D and Bullet). Everything runs in a fixed order: deterministic.
+``A^-1`` is applied with the packed ``L^T D L`` factor the step already computed, restricted to the
+dof ranges of the two bodies' kinematic trees (the factor is block-diagonal by tree).
 """
 
 from __future__ import annotations
@@ -401,13 +405,11 @@ def solve_contacts(
     tolerance: float,
     max_penetration: float,
 ):
-    """Correct ``cd.vel[w]`` for env ``w``'s first ``nc`` contacts (see the module docstring) and
-    write their forces to ``cd.force[w]``; ``xpos``/``xquat`` are the body poses the contacts were
-    found at.
-
-    Each sweep visits the contacts in order; per contact, the normal row first, then the two
-    friction rows together (their 2x2 block of W), then the cone projection. Sweeps stop after
-    ``iterations``, or earlier once no row changed its velocity by ``tolerance`` (m/s) or more."""
+    """Correct ``cd.vel[w]`` for env ``w``'s first ``nc`` contacts and its active joint limits
+    (``cd.lim_side``/``lim_tgt``) and write the contact forces to ``cd.force[w]`` (see the module
+    docstring); ``xpos``/``xquat`` are the body poses the contacts were found at. Normal solve,
+    then up to ``iterations`` rounds of friction + normal solve, stopping once no row changes its
+    velocity by ``tolerance`` (m/s) or more."""
     for c in range(nc):
         # contact c's three rows (normal, t1, t2): J, A^-1 J^T, the 3x3 block of W, the normal row's
         # target velocity and regularization; warm-start impulses

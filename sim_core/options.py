@@ -52,8 +52,8 @@ class RigidOptions:
         max_contacts: contact budget of each env; None sizes it from the model's candidate pairs
             (the most contacts each pair type produces), capped at 64. Contacts beyond it are
             dropped and counted (``get_contact_overflow``, ``get_error_envs_mask``).
-        iterations: most Gauss-Seidel sweeps over the contact rows per substep.
-        tolerance: sweeps stop early once no row changes its velocity by this much (m/s).
+        iterations: most rounds of friction and normal solves per substep.
+        tolerance: rounds stop early once no row changes its velocity by this much (m/s).
         contact_margin: pairs closer than this (m) become contacts; those not yet touching are
             speculative, so fast bodies stop at the surface instead of passing into it.
         max_penetration: depth (m) no contact is allowed to exceed after a step: the soft contact
