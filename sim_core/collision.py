@@ -28,7 +28,7 @@ import numpy as np
 import torch
 import warp as wp
 
-wp.set_module_options({"enable_backward": False})
+wp.set_module_options({"enable_backward": False, "optimization_level": 3})
 
 __all__ = ["CollisionPlan", "Contacts", "collide"]
 
@@ -691,7 +691,9 @@ def make_slots(nworld: int, max_contacts: int, device) -> _Out:
     return slots
 
 
-def collide(plan: CollisionPlan, xpos: wp.array, xquat: wp.array, max_contacts: int, margin: float = 0.0) -> Contacts:
+def collide(
+    plan: CollisionPlan, xpos: wp.array, xquat: wp.array, max_contacts: int, margin: float = 0.0
+) -> Contacts:
     """Contacts of every env for body poses ``xpos``/``xquat`` ``(nworld, nbody)``."""
     nworld, device = xpos.shape[0], xpos.device
     slots = make_slots(nworld, max_contacts, device)

@@ -6,7 +6,8 @@ matrix of the implicit step (``integrator.py``), the impulses ``lam`` change it 
 ``v = v* + A^-1 J^T lam``. Each contact has three rows in its frame (normal ``n``, tangents ``t1``,
 ``t2``); ``J`` maps dof velocities to the relative velocity of the two bodies at the contact point
 along them (geom2's body minus geom1's, the normal pointing from geom1 to geom2). Each active joint
-limit adds one row (``integrator.emit_limit_rows``), so contacts cannot push joints through limits.
+limit of a tree a contact touches adds one row (``integrator.emit_limit_rows``; the step has already
+projected the velocities onto the limits before), so contacts cannot push joints through limits.
 
 - Normal rows, penetrating (``dist <= 0``): MuJoCo's soft constraint (MuJoCo documentation,
   "Computation: soft constraints"). With the impedance ``d`` from ``solimp`` at this depth and
@@ -46,9 +47,16 @@ import warp as wp
 from .collision import _Out
 from .types import JointType, Model
 
-wp.set_module_options({"enable_backward": False})
+wp.set_module_options({"enable_backward": False, "optimization_level": 3})
 
-__all__ = ["ContactModel", "ContactData", "solve_contacts", "forget_contacts", "build_contact_model", "make_contact_data"]
+__all__ = [
+    "ContactModel",
+    "ContactData",
+    "solve_contacts",
+    "forget_contacts",
+    "build_contact_model",
+    "make_contact_data",
+]
 
 _vec5 = wp.types.vector(length=5, dtype=wp.float32)
 
@@ -186,7 +194,12 @@ def _rows_dot(
 
 @wp.func
 def _apply(
-    ajac: wp.array3d(dtype=wp.vec3), vel: wp.array2d(dtype=wp.float32), w: int, c: int, dlam: wp.vec3, t: wp.vec4i
+    ajac: wp.array3d(dtype=wp.vec3),
+    vel: wp.array2d(dtype=wp.float32),
+    w: int,
+    c: int,
+    dlam: wp.vec3,
+    t: wp.vec4i,
 ):
     """``vel += A^-1 J_c^T dlam``."""
     for i in range(t[0], t[1]):
@@ -276,16 +289,16 @@ def _solve_normals(cd: ContactData, w: int, nc: int) -> float:
         new_state = int(0)
         for i in range(nc):
             if flip < 0:
-                l = cd.lnew[w, i]
+                lam_i = cd.lnew[w, i]
                 u = cd.u0[w, i]
                 for j in range(nc):
                     u += cd.wnn[w, i, j] * cd.lnew[w, j]
                 st = cd.state[w, i]
-                if st != INACTIVE and l < -eps_lam:
+                if st != INACTIVE and lam_i < -eps_lam:
                     st = INACTIVE
                 elif st == SOFT and u < cd.umin[w, i] - eps:
                     st = CAPPED
-                elif st == CAPPED and cd.uref[w, i] - cd.reg[w, i] * l > cd.umin[w, i] + eps:
+                elif st == CAPPED and cd.uref[w, i] - cd.reg[w, i] * lam_i > cd.umin[w, i] + eps:
                     st = SOFT
                 elif st == INACTIVE and u < wp.max(cd.uref[w, i], cd.umin[w, i]) - eps:
                     st = SOFT
@@ -364,6 +377,15 @@ def _impedance(solimp: _vec5, depth: float) -> float:
 
 
 @wp.func
+def _touched(cd: ContactData, w: int, nc: int, d: int) -> bool:
+    """Some contact's rows involve dof ``d`` (its tree)."""
+    for c in range(nc):
+        if _in_trees(d, cd.trees[w, c]):
+            return True
+    return False
+
+
+@wp.func
 def _limit_row(cm: ContactModel, cd: ContactData, w: int, r: int, d: int, side: float, tgt: float):
     """Row ``r`` for the active limit of dof ``d``: ``side * v_d >= side * tgt`` (rigid, no friction),
     solved with the contacts so a contact cannot push a joint through its limit."""
@@ -438,7 +460,8 @@ def solve_contacts(
             d = cm.body_dof[cm.geom_body[g[side]]]
             while d >= 0:
                 b = cm.dof_body[d]
-                jp = sign * _point_jac(cm.dof_kind[d], cm.dof_axis[d], cm.dof_anchor[d], xpos[w, b], xquat[w, b], p)
+                kind = cm.dof_kind[d]
+                jp = sign * _point_jac(kind, cm.dof_axis[d], cm.dof_anchor[d], xpos[w, b], xquat[w, b], p)
                 cd.jac[w, c, d] = cd.jac[w, c, d] + wp.vec3(wp.dot(n, jp), wp.dot(t1, jp), wp.dot(t2, jp))
                 d = cm.dof_parent[d]
         for i in range(t[0], t[1]):
@@ -477,9 +500,10 @@ def solve_contacts(
         cd.umin[w, c] = -(dist + max_penetration) / dt
         cd.mu[w, c] = wp.max(cd.friction[w, g[0]], cd.friction[w, g[1]])
     nrow = nc
-    for k in range(cm.lim_dof.shape[0]):  # active joint limits: one more row each, after the contacts
-        if cd.lim_side[w, k] != 0.0:
-            _limit_row(cm, cd, w, nrow, cm.lim_dof[k], cd.lim_side[w, k], cd.lim_tgt[w, k])
+    for k in range(cm.lim_dof.shape[0]):  # active limits of touched trees: one more row each
+        d = cm.lim_dof[k]
+        if cd.lim_side[w, k] != 0.0 and _touched(cd, w, nc, d):
+            _limit_row(cm, cd, w, nrow, d, cd.lim_side[w, k], cd.lim_tgt[w, k])
             nrow += 1
     _normal_matrix(cd, w, nrow)
     _solve_normals(cd, w, nrow)
@@ -596,7 +620,8 @@ def make_contact_data(
     cd.overflow = z(nworld, wp.int32)
     cd.unsettled = z(nworld, wp.int32)
     cd.force = z((nworld, max_contacts), wp.vec3)
-    cd.friction = wp.array(np.tile(np.asarray(friction, np.float32), (nworld, 1)), dtype=wp.float32, device=device)
+    per_env = np.tile(np.asarray(friction, np.float32), (nworld, 1))
+    cd.friction = wp.array(per_env, dtype=wp.float32, device=device)
     cd.lim_side = z((nworld, max(nlim, 1)))
     cd.lim_tgt = z((nworld, max(nlim, 1)))
     cd.fac = z((nworld, nfac))

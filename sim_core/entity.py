@@ -108,10 +108,9 @@ class RigidEntity:
         self._dof_qadr = torch.as_tensor(solver.dof_qposadr()[self._dof_start : self._dof_start + self.n_dofs])
         mjm = m.mjmodel
         bodies = range(rng.body_start, rng.body_start + rng.nbody)
+        name = lambda g: mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_GEOM, g)  # noqa: E731
         self.geoms_idx = [  # the entity's geoms (a plane is a geom of the world body)
-            g
-            for g in range(mjm.ngeom)
-            if int(mjm.geom_bodyid[g]) in bodies or mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_GEOM, g) == f"{prefix}plane"
+            g for g in range(mjm.ngeom) if int(mjm.geom_bodyid[g]) in bodies or name(g) == f"{prefix}plane"
         ]
         self._qcols_all = None  # qpos columns of all dofs, cached: the common call pays nothing
         self._jac_plans: dict[int, JacobianPlan] = {}

@@ -74,9 +74,9 @@ def emit_unit_solve_func(t: Tree, e: Emitter) -> None:
     e("")
 
 
-def emit_limits(t: Tree, e: Emitter, dt: str) -> None:
+def emit_limits(t: Tree, e: Emitter, dt: str, speculative: bool = False) -> None:
     """Project ``v{i}`` so limited joints stay in range (see the module docstring)."""
-    emit_limit_rows(t, e, dt)
+    emit_limit_rows(t, e, dt, speculative)
     emit_limit_projection(t, e)
 
 

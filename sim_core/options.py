@@ -68,8 +68,9 @@ class RigidOptions:
     max_penetration: float = 0.002
 
     def __post_init__(self):
-        if self.max_contacts is not None and (int(self.max_contacts) != self.max_contacts or self.max_contacts < 1):
-            raise InvalidValueError(f"max_contacts: expected None or an integer >= 1, got {self.max_contacts!r}")
+        n = self.max_contacts
+        if n is not None and (int(n) != n or n < 1):
+            raise InvalidValueError(f"max_contacts: expected None or an integer >= 1, got {n!r}")
         if int(self.iterations) != self.iterations or self.iterations < 1:
             raise InvalidValueError(f"iterations: expected an integer >= 1, got {self.iterations!r}")
         if not (float(self.tolerance) >= 0.0):
@@ -77,7 +78,7 @@ class RigidOptions:
         if not (float(self.max_penetration) > 0.0):
             raise InvalidValueError(f"max_penetration: expected a depth > 0 in m, got {self.max_penetration!r}")
         if not (float(self.contact_margin) >= 0.0):
-            raise InvalidValueError(f"contact_margin: expected a distance >= 0 in m, got {self.contact_margin!r}")
+            raise InvalidValueError(f"contact_margin: expected a distance >= 0 m, got {self.contact_margin!r}")
 
 
 @dataclass

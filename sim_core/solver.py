@@ -273,7 +273,7 @@ class RigidSolver:
         zeroed here). Positions are those at the start of the substep, before integration.
         """
         if self.contacts is None:
-            raise InvalidValueError("get_contacts: this scene has no colliding geom pairs (or collision is off)")
+            raise InvalidValueError("get_contacts: the scene has no colliding geom pairs (or collision is off)")
         tc = self.tc
         valid = torch.arange(self.max_contacts, device=self.device)[None, :] < tc["count"][:, None]
         normal = tc["normal"]

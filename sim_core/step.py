@@ -42,7 +42,7 @@ import warp as wp
 
 from sim_core.quaternion import quat_integrate, quat_wxyz
 {contact_imports}
-wp.set_module_options({{"enable_backward": False}})
+wp.set_module_options({{"enable_backward": False, "optimization_level": 3}})
 
 vec_nv = wp.types.vector(length={nv}, dtype=wp.float32)
 vec_fac = wp.types.vector(length={nfac}, dtype=wp.float32)
@@ -93,7 +93,7 @@ def _emit_contacts(t: Tree, e: Emitter) -> None:
     e("_ncs = wp.min(_nc, cd.slots.pos.shape[1])")
     e("cd.count[w] = _ncs")
     e("_ovf = wp.max(_ovf, _nc - _ncs)")
-    e("if _ncs > 0:  # contacts and active joint limits solved together")
+    e("if _ncs > 0:  # contacts, with the active limits of the trees they touch")
     with e.indent():
         for k, name in enumerate(integrator.factor_names(t)):
             e(f"cd.fac[w, {k}] = {name}")
@@ -106,9 +106,7 @@ def _emit_contacts(t: Tree, e: Emitter) -> None:
         for i in range(m.nv):
             e(f"v{i} = cd.vel[w, {i}]")
     e("else:")
-    with e.indent():
-        e("forget_contacts(cd, w, 0)")
-        integrator.emit_limit_projection(t, e)
+    e("    forget_contacts(cd, w, 0)")
 
 
 def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
@@ -186,11 +184,9 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
         integrator.emit_velocity_update(t, e, "dt")
         for i in range(m.nv):
             e(f"v{i} = v{i} + dt * acc{i}")
+        integrator.emit_limits(t, e, "dt", speculative=contacts)
         if contacts:
-            integrator.emit_limit_rows(t, e, "dt", speculative=True)
             _emit_contacts(t, e)
-        else:
-            integrator.emit_limits(t, e, "dt")
         integrator.emit_positions(t, e, "dt")
         e.depth -= 1 if substeps > 1 else 0
         if contacts:

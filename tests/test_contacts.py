@@ -37,7 +37,8 @@ def _cube_on_floor(n_envs, *, z=CUBE / 2, friction=1.0, gravity=(0.0, 0.0, -9.81
     scene = _scene(gravity=gravity)
     scene.add_entity(sc.morphs.Plane(), material=sc.materials.Rigid(friction=friction))
     cube = scene.add_entity(
-        sc.morphs.Box(size=(CUBE, CUBE, CUBE), pos=(0.0, 0.0, z)), material=sc.materials.Rigid(rho=RHO, friction=friction)
+        sc.morphs.Box(size=(CUBE, CUBE, CUBE), pos=(0.0, 0.0, z)),
+        material=sc.materials.Rigid(rho=RHO, friction=friction),
     )
     scene.build(n_envs=n_envs)
     return scene, cube
@@ -80,7 +81,11 @@ def tilted_gravity(friction: float) -> dict:
         scene.step()
     moved = float((cube.get_pos() - p0).norm(dim=1).max())
     acc = float(((cube.get_vel() - v0)[:, 0] / 2.0).mean())
-    return {"moved_2s_m": moved, "acceleration": acc, "expected": 9.81 * (math.sin(th) - friction * math.cos(th))}
+    return {
+        "moved_2s_m": moved,
+        "acceleration": acc,
+        "expected": 9.81 * (math.sin(th) - friction * math.cos(th)),
+    }
 
 
 def stack_of_three() -> dict:
@@ -372,7 +377,9 @@ def test_get_contacts_layout():
     scene.step()
     c = scene.sim.rigid_solver.get_contacts()
     n = scene.sim.rigid_solver.max_contacts
-    assert c["position"].shape == (2, n, 3) and c["force"].shape == (2, n, 3) and c["valid_mask"].shape == (2, n)
+    assert (
+        c["position"].shape == (2, n, 3) and c["force"].shape == (2, n, 3) and c["valid_mask"].shape == (2, n)
+    )
     valid = c["valid_mask"]
     assert (c["geom_a"][valid] == 0).all() and (c["link_b"][valid] == cube.links[0].idx).all()
     assert (c["geom_a"][~valid] == -1).all()
