@@ -429,9 +429,9 @@ def solve_contacts(
 ):
     """Correct ``cd.vel[w]`` for env ``w``'s first ``nc`` contacts and its active joint limits
     (``cd.lim_side``/``lim_tgt``) and write the contact forces to ``cd.force[w]`` (see the module
-    docstring); ``xpos``/``xquat`` are the body poses the contacts were found at. Normal solve,
-    then up to ``iterations`` rounds of friction + normal solve, stopping once no row changes its
-    velocity by ``tolerance`` (m/s) or more."""
+    docstring); ``xpos``/``xquat`` are the body poses the contacts were found at. Up to
+    ``iterations`` rounds of friction (normal impulses held: the warm start's at first), then all
+    normals, stopping once no row changes its velocity by ``tolerance`` (m/s) or more."""
     for c in range(nc):
         # contact c's three rows (normal, t1, t2): J, A^-1 J^T, the 3x3 block of W, the normal row's
         # target velocity and regularization; warm-start impulses
@@ -506,7 +506,6 @@ def solve_contacts(
             _limit_row(cm, cd, w, nrow, d, cd.lim_side[w, k], cd.lim_tgt[w, k])
             nrow += 1
     _normal_matrix(cd, w, nrow)
-    _solve_normals(cd, w, nrow)
     for _it in range(iterations):
         change = float(0.0)
         for c in range(nc):  # friction, the normal impulses held
