@@ -73,8 +73,6 @@ class ContactModel:
     dof_body: wp.array(dtype=wp.int32)  # (nv,)
     dof_parent: wp.array(dtype=wp.int32)  # (nv,) -1 for a root dof
     dof_kind: wp.array(dtype=wp.int32)  # (nv,) HINGE_DOF, SLIDE_DOF, FREE_T_DOF, FREE_R_DOF
-    dof_axis: wp.array(dtype=wp.vec3)  # (nv,) in the body frame (free translation: world axis)
-    dof_anchor: wp.array(dtype=wp.vec3)  # (nv,) in the body frame
     dof_fac: wp.array(dtype=wp.int32)  # (nv,) where dof i's L entries (its ancestors') start in fac
     body_dof: wp.array(dtype=wp.int32)  # (nbody,) deepest dof that moves the body, -1 if none
     body_tree: wp.array(dtype=wp.vec2i)  # (nbody,) dof range [start, end) of the body's tree
@@ -96,6 +94,8 @@ class ContactData:
     fac: wp.array2d(dtype=wp.float32)  # (nworld, nfac) the step's packed factor of A
     vel0: wp.array2d(dtype=wp.float32)  # (nworld, nv) velocity at the start of the substep
     vel: wp.array2d(dtype=wp.float32)  # (nworld, nv) velocity being corrected
+    dof_xaxis: wp.array2d(dtype=wp.vec3)  # (nworld, nv) each dof's axis in the world, this substep
+    dof_xanchor: wp.array2d(dtype=wp.vec3)  # (nworld, nv) a point on the axis (hinges), world
     jac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) J: the (normal, t1, t2) rows per dof
     ajac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) A^-1 J^T, same layout
     wblk: wp.array2d(dtype=wp.mat33)  # (nworld, max_contacts) the contact's block of W = J A^-1 J^T
@@ -118,28 +118,12 @@ class ContactData:
 
 
 @wp.func
-def _quat_xyzw(q: wp.vec4) -> wp.quat:
-    return wp.quat(q[1], q[2], q[3], q[0])
-
-
-@wp.func
-def _point_jac(
-    kind: int,
-    axis_local: wp.vec3,
-    anchor_local: wp.vec3,
-    xpos: wp.vec3,
-    xquat: wp.vec4,
-    p: wp.vec3,
-) -> wp.vec3:
-    """World velocity of the point ``p`` per unit velocity of a dof of the given kind, axis and
-    anchor on a body at pose (``xpos``, ``xquat``) (the point moves with that body's subtree)."""
-    if kind == FREE_T_DOF:
-        return axis_local
-    rot = _quat_xyzw(xquat)
-    axis = wp.quat_rotate(rot, axis_local)
-    if kind == SLIDE_DOF:
+def _point_jac(kind: int, axis: wp.vec3, anchor: wp.vec3, p: wp.vec3) -> wp.vec3:
+    """World velocity of the point ``p`` per unit velocity of a dof of the given kind with world
+    ``axis`` and ``anchor`` (the point moves with that dof's subtree)."""
+    if kind == FREE_T_DOF or kind == SLIDE_DOF:
         return axis
-    return wp.cross(axis, p - (xpos + wp.quat_rotate(rot, anchor_local)))
+    return wp.cross(axis, p - anchor)
 
 
 @wp.func
@@ -418,8 +402,6 @@ def _limit_row(cm: ContactModel, cd: ContactData, w: int, r: int, d: int, side: 
 def solve_contacts(
     cm: ContactModel,
     cd: ContactData,
-    xpos: wp.array2d(dtype=wp.vec3),
-    xquat: wp.array2d(dtype=wp.vec4),
     w: int,
     nc: int,
     dt: float,
@@ -429,7 +411,7 @@ def solve_contacts(
 ):
     """Correct ``cd.vel[w]`` for env ``w``'s first ``nc`` contacts and its active joint limits
     (``cd.lim_side``/``lim_tgt``) and write the contact forces to ``cd.force[w]`` (see the module
-    docstring); ``xpos``/``xquat`` are the body poses the contacts were found at. Up to
+    docstring), the dofs' world axes at the contacts' poses in ``cd.dof_xaxis``/``dof_xanchor``. Up to
     ``iterations`` rounds of friction (normal impulses held: the warm start's at first), then all
     normals, stopping once no row changes its velocity by ``tolerance`` (m/s) or more."""
     for c in range(nc):
@@ -459,9 +441,7 @@ def solve_contacts(
             sign = 2.0 * float(side) - 1.0  # geom2's body counts positive
             d = cm.body_dof[cm.geom_body[g[side]]]
             while d >= 0:
-                b = cm.dof_body[d]
-                kind = cm.dof_kind[d]
-                jp = sign * _point_jac(kind, cm.dof_axis[d], cm.dof_anchor[d], xpos[w, b], xquat[w, b], p)
+                jp = sign * _point_jac(cm.dof_kind[d], cd.dof_xaxis[w, d], cd.dof_xanchor[w, d], p)
                 cd.jac[w, c, d] = cd.jac[w, c, d] + wp.vec3(wp.dot(n, jp), wp.dot(t1, jp), wp.dot(t2, jp))
                 d = cm.dof_parent[d]
         for i in range(t[0], t[1]):
@@ -555,17 +535,13 @@ def build_contact_model(m: Model, mjm, device: str) -> ContactModel:
     """The constant tables of ``m`` (``mjm``: the compiled MjModel, for the geoms' solref/solimp)."""
     nv, nbody = m.nv, m.nbody
     kind = np.zeros(nv, np.int32)
-    axis = np.zeros((nv, 3), np.float32)
-    anchor = np.zeros((nv, 3), np.float32)
     for d in range(nv):
         j = int(m.dof_jntid[d])
         jt, k = JointType(int(m.jnt_type[j])), d - int(m.jnt_dofadr[j])
         if jt == JointType.FREE:
             kind[d] = FREE_T_DOF if k < 3 else FREE_R_DOF
-            axis[d] = np.eye(3)[k % 3]
         else:
             kind[d] = HINGE_DOF if jt == JointType.HINGE else SLIDE_DOF
-            axis[d], anchor[d] = m.jnt_axis[j], m.jnt_pos[j]
     fac_off, off = np.zeros(nv, np.int32), 0
     for d in range(nv):
         fac_off[d] = off
@@ -595,8 +571,6 @@ def build_contact_model(m: Model, mjm, device: str) -> ContactModel:
     cm.dof_body = arr(m.dof_bodyid.astype(np.int32), wp.int32)
     cm.dof_parent = arr(m.dof_parentid.astype(np.int32), wp.int32)
     cm.dof_kind = arr(kind, wp.int32)
-    cm.dof_axis = arr(axis, wp.vec3)
-    cm.dof_anchor = arr(anchor, wp.vec3)
     cm.dof_fac = arr(fac_off, wp.int32)
     cm.body_dof = arr(body_dof, wp.int32)
     cm.body_tree = arr(body_tree, wp.vec2i)
@@ -626,6 +600,8 @@ def make_contact_data(
     cd.fac = z((nworld, nfac))
     cd.vel0 = z((nworld, nv))
     cd.vel = z((nworld, nv))
+    cd.dof_xaxis = z((nworld, nv), wp.vec3)
+    cd.dof_xanchor = z((nworld, nv), wp.vec3)
     cd.jac = z((nworld, rows, nv), wp.vec3)
     cd.ajac = z((nworld, rows, nv), wp.vec3)
     cd.wblk = z((nworld, rows), wp.mat33)

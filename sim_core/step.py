@@ -21,11 +21,12 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import warp as wp
 
 from . import actuation, dynamics, integrator, kinematics
-from .codegen import Emitter, Tree
-from .types import Data
+from .codegen import Emitter, Tree, is_zero, vec3
+from .types import Data, JointType
 
 __all__ = [
     "Kernels",
@@ -83,6 +84,26 @@ _CONTACT_ARGS = (
 )
 
 
+def _emit_dof_axes(t: Tree, e: Emitter) -> None:
+    """Each dof's world axis and anchor from the poses ``xp{b}``/``xq{b}`` just computed (the
+    contact Jacobians' columns), constants folded."""
+    m = t.m
+    for d in range(m.nv):
+        j, b = int(m.dof_jntid[d]), int(m.dof_bodyid[d])
+        k = d - int(m.jnt_dofadr[j])
+        if m.jnt_type[j] == JointType.FREE:
+            if k < 3:
+                e(f"cd.dof_xaxis[w, {d}] = {vec3(np.eye(3)[k])}")
+                continue
+            axis, anchor = np.eye(3)[k - 3], np.zeros(3)
+        else:
+            axis, anchor = m.jnt_axis[j], m.jnt_pos[j]
+        e(f"cd.dof_xaxis[w, {d}] = wp.quat_rotate(xq{b}, {vec3(axis)})")
+        if m.jnt_type[j] != JointType.SLIDE:
+            at = f"xp{b}" if is_zero(anchor) else f"xp{b} + wp.quat_rotate(xq{b}, {vec3(anchor)})"
+            e(f"cd.dof_xanchor[w, {d}] = {at}")
+
+
 def _emit_contacts(t: Tree, e: Emitter) -> None:
     """Poses at this substep's positions, collision detection, then the contact solver correcting
     ``v{i}`` (see ``contact_solver.py``)."""
@@ -99,10 +120,11 @@ def _emit_contacts(t: Tree, e: Emitter) -> None:
             e(f"cd.fac[w, {k}] = {name}")
         for i in range(m.nv):
             e(f"cd.vel[w, {i}] = v{i}")
+        _emit_dof_axes(t, e)
         for k, (i, _a, _lo, _hi) in enumerate(t.limited_dofs()):
             e(f"cd.lim_side[w, {k}] = side{i}")
             e(f"cd.lim_tgt[w, {k}] = tgt{i}")
-        e("solve_contacts(cm, cd, xpos_s, xquat_s, w, _ncs, dt, iterations, tolerance, max_pen)")
+        e("solve_contacts(cm, cd, w, _ncs, dt, iterations, tolerance, max_pen)")
         for i in range(m.nv):
             e(f"v{i} = cd.vel[w, {i}]")
     e("else:")
