@@ -444,18 +444,15 @@ def _box_face_contacts(
 
 
 @wp.func
-def _box_axis(q: wp.quat, k: int) -> wp.vec3:
-    return wp.quat_rotate(q, wp.vec3(float(k == 0), float(k == 1), float(k == 2)))
+def _extent(r: wp.mat33, s: wp.vec3, axis: wp.vec3) -> float:
+    """Half-width along a unit ``axis`` of a box with half extents ``s`` and rotation ``r``."""
+    a = wp.transpose(r) * axis  # the axis in the box frame
+    return s[0] * wp.abs(a[0]) + s[1] * wp.abs(a[1]) + s[2] * wp.abs(a[2])
 
 
 @wp.func
-def _box_extent(q: wp.quat, s: wp.vec3, axis: wp.vec3) -> float:
-    """Half-width of the box along a unit ``axis``."""
-    return (
-        s[0] * wp.abs(wp.dot(_box_axis(q, 0), axis))
-        + s[1] * wp.abs(wp.dot(_box_axis(q, 1), axis))
-        + s[2] * wp.abs(wp.dot(_box_axis(q, 2), axis))
-    )
+def _col(r: wp.mat33, k: int) -> wp.vec3:
+    return wp.vec3(r[0, k], r[1, k], r[2, k])
 
 
 @wp.func
@@ -479,21 +476,23 @@ def _box_box(
     closest points of the two edges. Face axes are preferred unless an edge axis separates more by
     a small tolerance, which keeps resting face contacts from flickering to edge contacts."""
     d = c2 - c1
+    r1 = wp.quat_to_matrix(q1)  # columns: the boxes' axes in the world
+    r2 = wp.quat_to_matrix(q2)
     best = float(-1.0e30)
     kind = int(-1)  # 0: face of box 1, 1: face of box 2, 2: edge-edge
     idx = int(0)
     axis = wp.vec3(0.0, 0.0, 1.0)
     for k in range(3):
-        a = _box_axis(q1, k)
-        sep = wp.abs(wp.dot(d, a)) - s1[k] - _box_extent(q2, s2, a)
+        a = _col(r1, k)
+        sep = wp.abs(wp.dot(d, a)) - s1[k] - _extent(r2, s2, a)
         if sep > best:
             best = sep
             kind = 0
             idx = k
             axis = a
     for k in range(3):
-        a = _box_axis(q2, k)
-        sep = wp.abs(wp.dot(d, a)) - s2[k] - _box_extent(q1, s1, a)
+        a = _col(r2, k)
+        sep = wp.abs(wp.dot(d, a)) - s2[k] - _extent(r1, s1, a)
         if sep > best + 1.0e-6:
             best = sep
             kind = 1
@@ -502,11 +501,11 @@ def _box_box(
     face_best = best
     for i in range(3):
         for j in range(3):
-            a = wp.cross(_box_axis(q1, i), _box_axis(q2, j))
+            a = wp.cross(_col(r1, i), _col(r2, j))
             length = wp.length(a)
             if length > 1.0e-4:
                 a = a / length
-                sep = wp.abs(wp.dot(d, a)) - _box_extent(q1, s1, a) - _box_extent(q2, s2, a)
+                sep = wp.abs(wp.dot(d, a)) - _extent(r1, s1, a) - _extent(r2, s2, a)
                 if sep > best and sep > face_best + 1.0e-4:
                     best = sep
                     kind = 2
@@ -542,14 +541,14 @@ def _box_box(
     p1 = c1
     p2 = c2
     for k in range(3):
-        a1 = _box_axis(q1, k)
-        a2 = _box_axis(q2, k)
+        a1 = _col(r1, k)
+        a2 = _col(r2, k)
         if k != i:
             p1 = p1 + a1 * (s1[k] * wp.sign(wp.dot(a1, axis)))
         if k != j:
             p2 = p2 - a2 * (s2[k] * wp.sign(wp.dot(a2, axis)))
-    ei = _box_axis(q1, i) * s1[i]
-    ej = _box_axis(q2, j) * s2[j]
+    ei = _col(r1, i) * s1[i]
+    ej = _col(r2, j) * s2[j]
     st = _segments_closest_t(p1 - ei, p1 + ei, p2 - ej, p2 + ej)
     pa = p1 - ei + ei * (2.0 * st[0])
     pb = p2 - ej + ej * (2.0 * st[1])
