@@ -10,7 +10,10 @@ Joint limits are inelastic velocity-level constraints solved with the same A (an
 changes every velocity by ``A^-1 e_j``): for each limited joint whose position after the step would
 leave its range, projected Gauss-Seidel finds non-negative impulses so that it lands exactly on the
 limit (a joint already outside, e.g. set there by the user, is pulled back at 20% of the violation per
-step instead of being snapped). A final projection keeps every limited coordinate inside
+step instead of being snapped). In a model with contacts, the limits of joints near them (within
+``LIMIT_MARGIN``) are also rows of the contact solve that follows, for the trees a contact touches
+(``contact_solver.py``), so a contact cannot push a joint through. A final projection keeps every
+limited coordinate inside
 ``[min(lower, q_before), max(upper, q_before)]``, so a joint inside its range never leaves it
 (tolerance: float32 rounding, ~1e-7 rad) even when the Gauss-Seidel sweeps do not fully converge.
 
@@ -85,8 +88,8 @@ def emit_limit_rows(t: Tree, e: Emitter, dt: str, speculative: bool = False) -> 
     step) and ``tgt{i}``, the velocity that lands it on the limit; ``_any``: some limit is active.
 
     A limit is active when this step's velocity would cross it; with ``speculative`` also when the
-    joint is within ``LIMIT_MARGIN`` of its range (a tenth of it at most) of it, so that impulses
-    solved afterwards (contacts) cannot push it through."""
+    joint is within ``LIMIT_MARGIN`` of it (a tenth of the range at most), so that the contact
+    solver, which gets these rows too, cannot push the joint through it."""
     lims = t.limited_dofs()
     if not lims:
         return
