@@ -99,7 +99,6 @@ class ContactData:
     jac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) J: the (normal, t1, t2) rows per dof
     ajac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) A^-1 J^T, same layout
     wblk: wp.array2d(dtype=wp.mat33)  # (nworld, max_contacts) the contact's block of W = J A^-1 J^T
-    unsettled: wp.array(dtype=wp.int32)  # (nworld,) active-set solves that ran out of rounds (diagnostic)
     wnn: wp.array3d(dtype=wp.float32)  # (nworld, max_contacts, max_contacts) normal rows' block of W
     u0: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal velocity without normal impulses
     state: wp.array2d(dtype=wp.int32)  # (nworld, max_contacts) normal row INACTIVE, SOFT or CAPPED
@@ -224,7 +223,8 @@ def _solve_normals(cd: ContactData, w: int, nc: int) -> float:
     """All normal impulses of env ``w`` at once, the friction impulses held: an active-set solve
     (each row inactive with ``lam = 0``, soft, or held at its depth cap) of the mixed
     complementarity problem, by Gaussian elimination on the active rows; one row changes state per
-    round, the first that contradicts the solution (Murty's least-index rule, which cannot cycle).
+    round, the first that contradicts the solution (Murty's least-index rule, which cannot cycle in
+    exact arithmetic; after 4 nc + 4 rounds the last solution stands, negative impulses clipped).
     Exact where projected Gauss-Seidel would need thousands of sweeps: a light cube pressed by a
     heavy arm into the floor. Applies the change to ``vel``; returns the largest velocity change."""
     for i in range(nc):  # u0: normal velocity without any normal impulse
@@ -291,12 +291,9 @@ def _solve_normals(cd: ContactData, w: int, nc: int) -> float:
                 if st != cd.state[w, i]:
                     flip = i
                     new_state = st
-        if flip >= 0:
-            cd.state[w, flip] = new_state
         if flip < 0:
             break
-        if _round == 4 * nc + 3:
-            cd.unsettled[w] = cd.unsettled[w] + 1
+        cd.state[w, flip] = new_state
     change = float(0.0)
     for i in range(nc):
         lam = cd.lam[w, i]
@@ -591,7 +588,6 @@ def make_contact_data(
     cd.slots = slots
     cd.count = z(nworld, wp.int32)
     cd.overflow = z(nworld, wp.int32)
-    cd.unsettled = z(nworld, wp.int32)
     cd.force = z((nworld, max_contacts), wp.vec3)
     per_env = np.tile(np.asarray(friction, np.float32), (nworld, 1))
     cd.friction = wp.array(per_env, dtype=wp.float32, device=device)
