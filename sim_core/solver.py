@@ -89,6 +89,7 @@ class RigidSolver:
         step's extra arguments."""
         mjm, ro = self.model.mjmodel, self.rigid_options
         self.contacts = None
+        self.max_contacts = 0  # contact slots per env (0: no contacts in this scene)
         self._overflow = torch.zeros(self.nworld, dtype=torch.int32, device=self.device)
         if not ro.enable_collision:
             return None
@@ -122,7 +123,6 @@ class RigidSolver:
             "count": wp.to_torch(cd.count),
             "force": wp.to_torch(cd.force),
             "friction": wp.to_torch(cd.friction),
-            "geom_size": wp.to_torch(plan.geoms.size),
             "lam_geom": wp.to_torch(cd.lam_geom),
         }
         self._contact_init = {k: self.tc[k][0].clone() for k in ("count", "force", "lam_geom")}
