@@ -46,7 +46,7 @@ def main(argv=None) -> None:
     p.add_argument("--target", type=float, default=0.95)
     p.add_argument("--no-stop-at-target", dest="stop_at_target", action="store_false")
     p.add_argument("--matching", action="store_true", help="ee_delta control and a 5 cm threshold")
-    p.add_argument("--png", default="bench_train.png")
+    p.add_argument("--png", default="bench_train.png", help="plot file ('' for none)")
     p.add_argument("--json", default=None)
     p.add_argument("overrides", nargs="*")
     args = p.parse_args(argv)
@@ -121,6 +121,8 @@ def _bare_env_rate(spec, device, steps: int = 100) -> float:
 
 
 def _plot(rows, args, task) -> None:
+    if not args.png:
+        return
     try:
         import matplotlib
 

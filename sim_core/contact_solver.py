@@ -6,8 +6,8 @@ matrix of the implicit step (``integrator.py``), the impulses ``lam`` change it 
 ``v = v* + A^-1 J^T lam``. Each contact has three rows in its frame (normal ``n``, tangents ``t1``,
 ``t2``); ``J`` maps dof velocities to the relative velocity of the two bodies at the contact point
 along them (geom2's body minus geom1's, the normal pointing from geom1 to geom2). Each active joint
-limit of a tree a contact touches adds one row (``integrator.emit_limit_rows``; the step has already
-projected the velocities onto the limits before), so contacts cannot push joints through limits.
+limit of a tree a contact touches adds one row (``integrator.emit_limits`` with ``speculative``: the
+step has already projected the velocities onto the limits), so contacts cannot push joints through.
 
 - Normal rows, penetrating (``dist <= 0``): MuJoCo's soft constraint (MuJoCo documentation,
   "Computation: soft constraints"). With the impedance ``d`` from ``solimp`` at this depth and
@@ -269,31 +269,29 @@ def _solve_normals(cd: ContactData, w: int, nc: int) -> float:
             cd.lnew[w, i] = 0.0
         for r in range(k):
             cd.lnew[w, cd.act[w, r]] = cd.sysb[w, r] * cd.scale[w, r]
-        flip = int(-1)  # the first row whose state contradicts the solution (Murty's least-index rule)
-        new_state = int(0)
+        settled = int(1)  # else the first row whose state contradicts the solution flips (least index)
         for i in range(nc):
-            if flip < 0:
-                lam_i = cd.lnew[w, i]
-                u = cd.u0[w, i]
-                for j in range(nc):
-                    u += cd.wnn[w, i, j] * cd.lnew[w, j]
-                st = cd.state[w, i]
-                if st != INACTIVE and lam_i < -eps_lam:
-                    st = INACTIVE
-                elif st == SOFT and u < cd.umin[w, i] - eps:
+            lam_i = cd.lnew[w, i]
+            u = cd.u0[w, i]
+            for j in range(nc):
+                u += cd.wnn[w, i, j] * cd.lnew[w, j]
+            st = cd.state[w, i]
+            if st != INACTIVE and lam_i < -eps_lam:
+                st = INACTIVE
+            elif st == SOFT and u < cd.umin[w, i] - eps:
+                st = CAPPED
+            elif st == CAPPED and cd.uref[w, i] - cd.reg[w, i] * lam_i > cd.umin[w, i] + eps:
+                st = SOFT
+            elif st == INACTIVE and u < wp.max(cd.uref[w, i], cd.umin[w, i]) - eps:
+                st = SOFT
+                if cd.umin[w, i] > cd.uref[w, i]:
                     st = CAPPED
-                elif st == CAPPED and cd.uref[w, i] - cd.reg[w, i] * lam_i > cd.umin[w, i] + eps:
-                    st = SOFT
-                elif st == INACTIVE and u < wp.max(cd.uref[w, i], cd.umin[w, i]) - eps:
-                    st = SOFT
-                    if cd.umin[w, i] > cd.uref[w, i]:
-                        st = CAPPED
-                if st != cd.state[w, i]:
-                    flip = i
-                    new_state = st
-        if flip < 0:
+            if st != cd.state[w, i]:
+                cd.state[w, i] = st
+                settled = 0
+                break
+        if settled == 1:
             break
-        cd.state[w, flip] = new_state
     change = float(0.0)
     for i in range(nc):
         lam = cd.lam[w, i]

@@ -405,7 +405,7 @@ class RigidEntity:
         _select.write(s.t["dof_force_hi"], cols, sel, hi, b1, s.n_envs)
 
     # ---- contact parameters --------------------------------------------------------------------
-    def _contact_field(self, name: str) -> torch.Tensor:
+    def _friction_field(self, name: str) -> torch.Tensor:
         s = self.solver
         if s.contacts is None:
             raise InvalidValueError(f"{name}: this scene has no colliding geom pairs (or collision is off)")
@@ -414,7 +414,7 @@ class RigidEntity:
     def get_friction(self, envs_idx=None) -> torch.Tensor:
         """Sliding friction coefficient of each of the entity's geoms, ``([n_envs,] n_geoms)``. A
         contact uses the larger coefficient of its two geoms (MuJoCo's rule)."""
-        field = self._contact_field("get_friction")
+        field = self._friction_field("get_friction")
         sel = _select.select_envs(envs_idx, self.solver.n_envs, self.solver.device)
         return _select.read(field, self.geoms_idx, sel, self.solver.n_envs).clone()
 
@@ -423,7 +423,7 @@ class RigidEntity:
         selected env, or ``(n_envs,)`` / ``(len(envs_idx),)`` values, one per env (for domain
         randomization without rebuilding)."""
         s = self.solver
-        field = self._contact_field("set_friction")
+        field = self._friction_field("set_friction")
         sel = _select.select_envs(envs_idx, s.n_envs, s.device)
         vals, batched = _select.to_values(friction, "friction", sel, s.n_envs, (), s.device)
         if bool((vals < 0).any()):

@@ -32,8 +32,6 @@ __all__ = [
     "LIMIT_RECOVERY",
     "emit_velocity_update",
     "emit_limits",
-    "emit_limit_rows",
-    "emit_limit_projection",
     "emit_positions",
     "emit_unit_solve_func",
     "emit_limit_func",
@@ -79,11 +77,11 @@ def emit_unit_solve_func(t: Tree, e: Emitter) -> None:
 
 def emit_limits(t: Tree, e: Emitter, dt: str, speculative: bool = False) -> None:
     """Project ``v{i}`` so limited joints stay in range (see the module docstring)."""
-    emit_limit_rows(t, e, dt, speculative)
-    emit_limit_projection(t, e)
+    _emit_limit_rows(t, e, dt, speculative)
+    _emit_limit_projection(t, e)
 
 
-def emit_limit_rows(t: Tree, e: Emitter, dt: str, speculative: bool = False) -> None:
+def _emit_limit_rows(t: Tree, e: Emitter, dt: str, speculative: bool = False) -> None:
     """For each limited dof i: ``side{i}`` (+1 at the lower limit, -1 at the upper, 0 if free this
     step) and ``tgt{i}``, the velocity that lands it on the limit; ``_any``: some limit is active.
 
@@ -122,8 +120,8 @@ def emit_limit_rows(t: Tree, e: Emitter, dt: str, speculative: bool = False) -> 
             e("_any = True")
 
 
-def emit_limit_projection(t: Tree, e: Emitter) -> None:
-    """The Gauss-Seidel limit impulses on ``v{i}`` for the rows of ``emit_limit_rows``."""
+def _emit_limit_projection(t: Tree, e: Emitter) -> None:
+    """The Gauss-Seidel limit impulses on ``v{i}`` for the rows of ``_emit_limit_rows``."""
     lims = t.limited_dofs()
     if not lims:
         return

@@ -113,7 +113,7 @@ class RigidSolver:
             self.wp_device,
         )
         cm = contact_solver.build_contact_model(self.model, mjm, self.wp_device)
-        self.plan, self.contacts = plan, cd
+        self.contacts = cd
         self._overflow = wp.to_torch(cd.overflow)
         self.tc = {  # torch views of the contact buffers
             "pos": wp.to_torch(slots.pos),
