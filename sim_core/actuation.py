@@ -25,6 +25,7 @@ CONTROL_ARRAYS = {
     "dof_force_lo": "lo",
     "dof_force_hi": "hi",
     "qfrc_applied": "qa",
+    "dof_damping": "damp",
 }
 
 

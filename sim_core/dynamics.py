@@ -15,15 +15,42 @@ from .kinematics import force_to_parent, motion_to_child
 from .segments import Segment
 from .symbolic import Val, add, cross, dot, materialize, matmul, matvec, mul, neg, snap, sub, transpose
 
-__all__ = ["emit_bias", "emit_mass_matrix", "emit_factor", "emit_solve"]
+__all__ = ["emit_bias", "emit_mass_matrix", "emit_factor", "emit_solve", "emit_load_inertial"]
 
 
-def _const_inertia(s: Segment):
-    return (
-        snap(s.mass),
-        [snap(x) for x in s.h],
-        [[snap(x) for x in row] for row in s.inertia],
-    )
+def _inertia(s: Segment):
+    """(mass, first moment, inertia about the origin) of the bodies riding on segment ``s``: constants,
+    or for a per-env inertial slot ``k`` expressions in its mass scale ``km{k}`` and principal inertia
+    scales ``ki{k}_{a}`` (loaded by ``emit_load_inertial``)."""
+    if s.slot < 0:
+        return snap(s.mass), [snap(x) for x in s.h], [[snap(x) for x in row] for row in s.inertia]
+    km = f"km{s.slot}"
+    inertia = [
+        [
+            add(
+                *[mul(f"ki{s.slot}_{a}", snap(p[r][c])) for a, p in enumerate(s.principal)],
+                mul(km, snap(s.parallel[r][c])),
+            )
+            for c in range(3)
+        ]
+        for r in range(3)
+    ]
+    return mul(km, snap(s.mass)), [mul(km, snap(x)) for x in s.h], inertia
+
+
+def _subtree_mass(segs: list[Segment], i: int) -> Val:
+    """Mass of segment ``i``'s subtree, with the per-env slots in it as expressions."""
+    return add(_inertia(segs[i])[0], *[_subtree_mass(segs, c) for c in segs[i].children])
+
+
+def emit_load_inertial(segs: list[Segment], e: Emitter) -> None:
+    """Load each per-env inertial slot's scales from ``body_inertial[w, k]`` (mass, 3 principal)."""
+    for s in segs:
+        if s.slot >= 0:
+            e(f"_bi{s.slot} = body_inertial[w, {s.slot}]")
+            e(f"km{s.slot} = _bi{s.slot}[0]")
+            for a in range(3):
+                e(f"ki{s.slot}_{a} = _bi{s.slot}[{a + 1}]")
 
 
 def inertia_mul(m: Val, h: list, inertia: list, w: list, v: list) -> tuple[list, list]:
@@ -56,7 +83,7 @@ def emit_bias(segs: list[Segment], e: Emitter, X: list, vel: list, cvp: list) ->
         av = materialize(e, f"av{i}", [add(p, q) for p, q in zip(av, cv, strict=True)])
         acc.append((aw, av))
         if s.mass > 0:
-            m, h, inertia = _const_inertia(s)
+            m, h, inertia = _inertia(s)
             n1, f1 = inertia_mul(m, h, inertia, aw, av)
             vw, vv = vel[i]
             pn, pf = inertia_mul(m, h, inertia, vw, vv)
@@ -113,12 +140,12 @@ def emit_mass_matrix(t: Tree, segs: list[Segment], e: Emitter, X: list) -> None:
     for i in range(len(segs) - 1, -1, -1):
         if segs[i].subtree_mass <= 0:
             continue
-        _mass, h, inertia = _const_inertia(segs[i])
+        _mass, h, inertia = _inertia(segs[i])
         h = list(h)
         inertia = [list(row) for row in inertia]
         for c in segs[i].children:
             if comp[c] is not None:
-                ch, ci = _inertia_to_parent(X[c], snap(segs[c].subtree_mass), *comp[c])
+                ch, ci = _inertia_to_parent(X[c], _subtree_mass(segs, c), *comp[c])
                 h = [add(a, b) for a, b in zip(h, ch, strict=True)]
                 inertia = [[add(inertia[a][b], ci[a][b]) for b in range(3)] for a in range(3)]
         comp[i] = (materialize(e, f"ch{i}", h), materialize(e, f"cI{i}", inertia))
@@ -132,7 +159,7 @@ def emit_mass_matrix(t: Tree, segs: list[Segment], e: Emitter, X: list) -> None:
                     e(f"M{d}_{anc} = 0.0")
                 continue
             sw, sv = [snap(x) for x in s.S[k][:3]], [snap(x) for x in s.S[k][3:]]
-            fn, ff = inertia_mul(snap(s.subtree_mass), *comp[i], sw, sv)
+            fn, ff = inertia_mul(_subtree_mass(segs, i), *comp[i], sw, sv)
             fn, ff = materialize(e, f"Fn{d}", fn), materialize(e, f"Ff{d}", ff)
             e(f"M{d}_{d} = {_expr(add(dot(sw, fn), dot(sv, ff)))} + {arm}")
             cur, owned = i, list(zip(s.dofs[:k], s.S[:k], strict=True))  # earlier dofs, same frame

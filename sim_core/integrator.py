@@ -57,8 +57,8 @@ def factor_names(t: Tree) -> list[str]:
 def emit_velocity_update(t: Tree, e: Emitter, dt: str) -> None:
     """Factor A with ``dt`` (``0.0`` gives M itself), solve for ``acc{i}``, update ``v{i}``."""
     m = t.m
-    emit_factor(t, e, [f"{dt} * ({lit(m.dof_damping[i])} + kd{i})" for i in range(m.nv)])
-    rhs = [f"fa{i} - bias{i} - {lit(m.dof_damping[i])} * v{i} + qa{i}" for i in range(m.nv)]
+    emit_factor(t, e, [f"{dt} * (damp{i} + kd{i})" for i in range(m.nv)])
+    rhs = [f"fa{i} - bias{i} - damp{i} * v{i} + qa{i}" for i in range(m.nv)]
     emit_solve(t, e, rhs, "acc")
 
 

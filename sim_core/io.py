@@ -17,6 +17,7 @@ import warp as wp
 
 from . import materials, morphs
 from .errors import UnsupportedModelError
+from .segments import inertial_slots
 from .types import CtrlMode, Data, JointType, Model
 
 __all__ = ["EntityRange", "compile_scene", "model_from_mj", "initial_qpos", "dof_qposadr", "make_data"]
@@ -358,6 +359,8 @@ def make_data(model: Model, nworld: int, device) -> Data:
         dof_kv=rows(model.dof_kv),
         dof_force_lo=rows(np.maximum(model.dof_force_range[:, 0], -3.0e38)),
         dof_force_hi=rows(np.minimum(model.dof_force_range[:, 1], 3.0e38)),
+        dof_damping=rows(model.dof_damping),
+        body_inertial=wp.ones((nworld, max(1, len(inertial_slots(model)))), dtype=wp.vec4, device=device),
     )
 
 

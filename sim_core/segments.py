@@ -15,7 +15,7 @@ import numpy as np
 
 from .types import JointType, Model
 
-__all__ = ["Segment", "build_segments", "quat_to_mat_np"]
+__all__ = ["Segment", "build_segments", "inertial_slots", "quat_to_mat_np"]
 
 
 def quat_to_mat_np(q) -> np.ndarray:
@@ -49,6 +49,12 @@ class Segment:
     S: list[np.ndarray] = field(default_factory=list)  # (6,) motion subspace (w, v) per dof
     children: list[int] = field(default_factory=list)
     subtree_mass: float = 0.0
+    # per-env inertial (see ``inertial_slots``): slot of the free body riding on this segment (-1:
+    # constant), the mass and first moment it was built with, its inertia about the segment origin as
+    # one matrix per principal axis (scaled per env) plus the parallel-axis part (scaled with the mass)
+    slot: int = -1
+    principal: list[np.ndarray] = field(default_factory=list)
+    parallel: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
 
 
 def build_segments(m: Model) -> list[Segment]:
@@ -92,11 +98,30 @@ def build_segments(m: Model) -> list[Segment]:
     for i, s in enumerate(segs):
         if s.parent >= 0:
             segs[s.parent].children.append(i)
+    for k, b in enumerate(inertial_slots(m)):
+        seg = next(s for s in segs if s.kind == "free_r" and m.dof_bodyid[s.dofs[0]] == b)
+        Ri = quat_to_mat_np(m.body_iquat[b])
+        c = np.asarray(m.body_ipos[b], np.float64)
+        seg.slot = k
+        seg.principal = [float(m.body_inertia[b][a]) * np.outer(Ri[:, a], Ri[:, a]) for a in range(3)]
+        seg.parallel = float(m.body_mass[b]) * (c @ c * np.eye(3) - np.outer(c, c))
     for i in range(len(segs) - 1, -1, -1):
         segs[i].subtree_mass += segs[i].mass
         if segs[i].parent >= 0:
             segs[segs[i].parent].subtree_mass += segs[i].subtree_mass
     return segs
+
+
+def inertial_slots(m: Model) -> list[int]:
+    """Bodies whose mass and inertia are per-env parameters: each free body that carries no other
+    body (an object such as a cube), in body order."""
+    out = []
+    for b in range(1, m.nbody):
+        j = m.body_jntadr[b]
+        if m.body_jntnum[b] == 1 and m.jnt_type[j] == JointType.FREE and m.body_mass[b] > 0:
+            if not any(m.body_parentid[c] == b for c in range(1, m.nbody)):
+                out.append(b)
+    return out
 
 
 def _add_inertia(seg: Segment, m: Model, b: int, R: np.ndarray, p: np.ndarray) -> None:

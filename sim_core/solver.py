@@ -123,6 +123,7 @@ class RigidSolver:
             "count": wp.to_torch(cd.count),
             "force": wp.to_torch(cd.force),
             "friction": wp.to_torch(cd.friction),
+            "geom_size": wp.to_torch(plan.geoms.size),  # (nworld, ngeom, 3) MuJoCo's geom_size
             "lam_geom": wp.to_torch(cd.lam_geom),
         }
         self._contact_init = {k: self.tc[k][0].clone() for k in ("count", "force", "lam_geom")}

@@ -51,8 +51,10 @@ vec_fac = wp.types.vector(length={nfac}, dtype=wp.float32)
 
 _F = "wp.array2d(dtype=wp.float32)"
 _STATE_ARGS = f"qpos: {_F}, qvel: {_F}"
-_CONTROL_ARGS = "ctrl_mode: wp.array2d(dtype=wp.int32), " + ", ".join(
-    f"{name}: {_F}" for name in list(actuation.CONTROL_ARRAYS)[1:]
+_CONTROL_ARGS = (
+    "ctrl_mode: wp.array2d(dtype=wp.int32), "
+    + ", ".join(f"{name}: {_F}" for name in list(actuation.CONTROL_ARRAYS)[1:])
+    + ", body_inertial: wp.array2d(dtype=wp.vec4)"
 )
 _POSE_OUT = "xpos_out: wp.array2d(dtype=wp.vec3), xquat_out: wp.array2d(dtype=wp.vec4)"
 
@@ -170,6 +172,7 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
     with e.indent():
         _emit_load_state(t, e)
         actuation.emit_load_controls(t, e)
+        dynamics.emit_load_inertial(t.segments, e)
         _emit_dynamics(t, e)
         integrator.emit_velocity_update(t, e, "0.0")
         kinematics.emit_fk(t, e)
@@ -192,6 +195,7 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
     with e.indent():
         _emit_load_state(t, e)
         actuation.emit_load_controls(t, e)
+        dynamics.emit_load_inertial(t.segments, e)
         if contacts:
             e("_ovf = int(0)")
         if substeps > 1:
@@ -255,7 +259,7 @@ def load_kernels(t: Tree, substeps: int = 1, contacts: bool = False) -> Kernels:
 
 
 def _control_inputs(d: Data) -> list:
-    return [getattr(d, name) for name in actuation.CONTROL_ARRAYS]
+    return [getattr(d, name) for name in actuation.CONTROL_ARRAYS] + [d.body_inertial]
 
 
 def record_step(

@@ -102,3 +102,6 @@ class Data:
     dof_kv: wp.array2d  # (nworld, nv) per-env velocity gains
     dof_force_lo: wp.array2d  # (nworld, nv) per-env lower force limit
     dof_force_hi: wp.array2d  # (nworld, nv) per-env upper force limit
+    dof_damping: wp.array2d  # (nworld, nv) per-env joint damping, N m s/rad or N s/m
+    body_inertial: wp.array2d  # (nworld, max(1, nslot)) vec4: per-env scales of each inertial slot's
+    # mass and principal moments of inertia (segments.inertial_slots), 1 as built
