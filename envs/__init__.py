@@ -15,6 +15,7 @@ import gymnasium as gym
 
 from .checker import check_vector_env
 from .config import ConfigError
+from .franka_cube import FrankaLiftEnv, FrankaPushEnv
 from .franka_reach import FrankaReachEnv
 from .single import SingleEnv
 from .vector_env import WarpVectorEnv
@@ -22,6 +23,8 @@ from .vector_env import WarpVectorEnv
 __all__ = [
     "WarpVectorEnv",
     "FrankaReachEnv",
+    "FrankaLiftEnv",
+    "FrankaPushEnv",
     "SingleEnv",
     "check_vector_env",
     "ConfigError",
@@ -29,8 +32,16 @@ __all__ = [
     "CONFIGS",
 ]
 
-TASKS = {"WarpGym/FrankaReach-v0": "envs.franka_reach:FrankaReachEnv"}
-CONFIGS = {"WarpGym/FrankaReach-v0": "franka_reach"}  # task id -> config file in configs/
+TASKS = {
+    "WarpGym/FrankaReach-v0": "envs.franka_reach:FrankaReachEnv",
+    "WarpGym/FrankaLift-v0": "envs.franka_cube:FrankaLiftEnv",
+    "WarpGym/FrankaPush-v0": "envs.franka_cube:FrankaPushEnv",
+}
+CONFIGS = {  # task id -> config file in configs/
+    "WarpGym/FrankaReach-v0": "franka_reach",
+    "WarpGym/FrankaLift-v0": "franka_lift",
+    "WarpGym/FrankaPush-v0": "franka_push",
+}
 
 for _id, _entry in TASKS.items():
     if _id not in gym.registry:

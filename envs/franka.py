@@ -1,11 +1,17 @@
 """The Franka arm as the tasks use it: scene set-up, action modes, end-effector point, resets.
 
-Dofs 0-6 are the arm joints (rad), 7-8 the finger slides (m). Actions act on the arm only:
+Dofs 0-6 are the arm joints (rad), 7-8 the finger slides (m). Actions move the arm:
 
 - ``"joint_delta"``: 7 numbers; the arm's position targets move by ``joint_delta_scale * a`` rad and
   are clamped to the joint ranges.
 - ``"ee_delta"``: 3 numbers; the end effector's target moves by ``ee_delta_scale * a`` m, turned into
   joint target displacements by damped least squares on the position Jacobian at the current state.
+- ``"ee_yaw_delta"``: 4 numbers; as ``ee_delta`` for the first three, while the hand is held pointing
+  down at a yaw that the fourth moves by ``yaw_delta_scale * a`` rad (within +-pi/2): damped least
+  squares on the full 6-D Jacobian, the orientation error fed back with gain ``rot_gain`` per step.
+
+With ``gripper`` one more number commands both fingers: ``a = -1`` closed, ``+1`` open at
+``finger_pos`` m (position targets, linear in between); without it the fingers hold ``finger_pos``.
 
 The end effector is the point ``ee_offset`` in the hand frame (0.1034 m along the hand's z axis:
 between the fingertips, Franka's flange-to-TCP distance).
@@ -19,14 +25,16 @@ from typing import Literal
 import torch
 
 import sim_core as sc
-from sim_core.transforms import quat_rotate
+from sim_core.transforms import quat_conj, quat_mul, quat_rotate
 
 from .ik import dls_step
 from .vector_env import masked_assign
 
 __all__ = ["ArmConfig", "SimConfig", "FrankaArm", "CONTROL_MODES"]
 
-CONTROL_MODES = ("joint_delta", "ee_delta")
+CONTROL_MODES = ("joint_delta", "ee_delta", "ee_yaw_delta")
+ARM_ACTION_DIM = {"joint_delta": 7, "ee_delta": 3, "ee_yaw_delta": 4}
+HAND_DOWN = (0.0, 1.0, 0.0, 0.0)  # the hand pointing down (its z axis along -z), yaw 0
 N_ARM = 7
 
 
@@ -47,6 +55,9 @@ class ArmConfig:
     ee_delta_scale: float  # end-effector target change per control step at |a| = 1, m
     ik_damping: float  # damped-least-squares lambda, m
     ee_offset: tuple[float, float, float]  # end-effector point in the hand frame, m
+    yaw_delta_scale: float = 0.1  # ee_yaw_delta: hand yaw change per control step at |a| = 1, rad
+    rot_gain: float = 0.2  # ee_yaw_delta: share of the orientation error corrected per control step
+    gripper: bool = False  # one more action dimension commands the fingers
 
 
 class FrankaArm:
@@ -62,7 +73,7 @@ class FrankaArm:
         self.scene, self.cfg, self.control_mode = scene, cfg, control_mode
         self.plane = scene.add_entity(sc.morphs.Plane())
         self.entity = scene.add_entity(sc.morphs.MJCF(file="franka_panda"))
-        self.action_dim = N_ARM if control_mode == "joint_delta" else 3
+        self.action_dim = ARM_ACTION_DIM[control_mode] + int(cfg.gripper)
 
     def on_build(self, num_envs: int) -> None:
         """Cache device constants once the scene is built."""
@@ -76,22 +87,45 @@ class FrankaArm:
         self.ee_offset = torch.tensor(self.cfg.ee_offset, dtype=torch.float32, device=dev)
         self.fingers = torch.full((num_envs, 2), self.cfg.finger_pos, device=dev)
         self.joint_targets = self.default_q.repeat(num_envs, 1)  # (num_envs, 7) arm position targets
+        self.yaw_target = torch.zeros(num_envs, device=dev)  # (num_envs,) ee_yaw_delta's hand yaw, rad
+        self._down = torch.tensor(HAND_DOWN, device=dev)
+        self._targets = torch.zeros(num_envs, N_ARM + 2, device=dev)  # arm and finger targets together
 
     # ---- state ----------------------------------------------------------------------------------
     def ee_pos(self) -> torch.Tensor:
         """(num_envs, 3) end-effector point in the env's frame (the arm's base is the origin), m."""
         return self.hand.get_pos() + quat_rotate(self.hand.get_quat(), self.ee_offset)
 
+    def ee_jacobian(self) -> torch.Tensor:
+        """(num_envs, 6, nv) Jacobian of the end effector (linear rows, then angular), world frame."""
+        return self.entity.get_jacobian(self.hand, self.ee_offset)
+
     # ---- control ----------------------------------------------------------------------------------
-    def apply(self, action: torch.Tensor) -> None:
-        """Move the arm's position targets by ``action (num_envs, action_dim)`` in [-1, 1]."""
+    def apply(self, action: torch.Tensor, jac: torch.Tensor | None = None) -> None:
+        """Move the arm's position targets by ``action (num_envs, action_dim)`` in [-1, 1]; ``jac``:
+        the end effector's Jacobian ``(num_envs, 6, nv)`` at the current state if already known."""
+        cfg = self.cfg
         if self.control_mode == "joint_delta":
-            delta = self.cfg.joint_delta_scale * action
+            delta = cfg.joint_delta_scale * action[:, :N_ARM]
+        elif self.control_mode == "ee_delta":
+            jac = self.ee_jacobian() if jac is None else jac
+            delta = dls_step(jac[:, :3, :N_ARM], cfg.ee_delta_scale * action[:, :3], cfg.ik_damping)
         else:
-            jac = self.entity.get_jacobian(self.hand, self.ee_offset)[:, :3, :N_ARM]
-            delta = dls_step(jac, self.cfg.ee_delta_scale * action, self.cfg.ik_damping)
+            self.yaw_target.add_(cfg.yaw_delta_scale * action[:, 3]).clamp_(-torch.pi / 2, torch.pi / 2)
+            half = 0.5 * self.yaw_target
+            yaw = torch.stack([half.cos(), 0.0 * half, 0.0 * half, half.sin()], 1)
+            err = quat_mul(quat_mul(yaw, self._down), quat_conj(self.hand.get_quat()))
+            rot = 2.0 * cfg.rot_gain * err[:, 1:] * torch.sign(err[:, :1])  # small-angle rotation vector
+            jac = self.ee_jacobian() if jac is None else jac
+            dx = torch.cat([cfg.ee_delta_scale * action[:, :3], rot], 1)
+            delta = dls_step(jac[:, :, :N_ARM], dx, cfg.ik_damping)
         torch.clamp(self.joint_targets + delta, self.q_low, self.q_high, out=self.joint_targets)
-        self.entity.control_dofs_position(self.joint_targets, self.arm_dofs, unsafe=True)
+        if not cfg.gripper:
+            self.entity.control_dofs_position(self.joint_targets, self.arm_dofs, unsafe=True)
+            return
+        self.fingers.copy_((0.5 * cfg.finger_pos * (action[:, -1:] + 1.0)).expand(-1, 2))
+        torch.cat([self.joint_targets, self.fingers], 1, out=self._targets)
+        self.entity.control_dofs_position(self._targets, unsafe=True)
 
     def reset(self, mask: torch.Tensor, noise: torch.Tensor) -> None:
         """Restart the masked envs at the default pose plus ``init_joint_noise * (2 noise - 1)``,
@@ -101,7 +135,8 @@ class FrankaArm:
         a task changes (the tasks drive every dof in position mode and apply no external forces)."""
         q = self.default_q + self.cfg.init_joint_noise * (2.0 * noise - 1.0)
         q = torch.clamp(q, self.q_low, self.q_high)
-        q_all = torch.cat([q, self.fingers], dim=1)
+        q_all = torch.cat([q, torch.full_like(self.fingers, self.cfg.finger_pos)], dim=1)
         self.entity.set_dofs_position(q_all, envs_idx=mask, unsafe=True)
         self.entity.control_dofs_position(q_all, envs_idx=mask, unsafe=True)
         masked_assign(self.joint_targets, mask, q)
+        masked_assign(self.yaw_target, mask, 0.0)

@@ -304,6 +304,9 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         self.episode_length.masked_fill_(mask, 0)
         self.episode_return.masked_fill_(mask, 0.0)
         self.episode_success_once.masked_fill_(mask, False)
+        # the simulator's own per-env state first (controls, applied forces, contact warm starts), so
+        # that nothing of the last episode carries over; the task then sets what it randomizes
+        self.scene.sim.rigid_solver.reset(envs_idx=mask)
         self._reset_envs(mask, noise)
 
     def _may_have(self, mask: torch.Tensor) -> bool:

@@ -376,27 +376,28 @@ class RigidEntity:
         pairs = lambda c, v: [("qvel", c, v)]  # noqa: E731
         self._set(pairs, velocity, "velocity", dofs_idx_local, envs_idx, unsafe=unsafe)
 
-    def set_dofs_kp(self, kp, dofs_idx_local=None, envs_idx=None):
+    def set_dofs_kp(self, kp, dofs_idx_local=None, envs_idx=None, *, unsafe=False):
         """Position gains (>= 0), per env when ``kp`` is batched."""
-        self._set_gain("dof_kp", kp, "kp", dofs_idx_local, envs_idx)
+        self._set_gain("dof_kp", kp, "kp", dofs_idx_local, envs_idx, unsafe)
 
-    def set_dofs_kv(self, kv, dofs_idx_local=None, envs_idx=None):
+    def set_dofs_kv(self, kv, dofs_idx_local=None, envs_idx=None, *, unsafe=False):
         """Velocity gains (>= 0), per env when ``kv`` is batched."""
-        self._set_gain("dof_kv", kv, "kv", dofs_idx_local, envs_idx)
+        self._set_gain("dof_kv", kv, "kv", dofs_idx_local, envs_idx, unsafe)
 
-    def set_dofs_damping(self, damping, dofs_idx_local=None, envs_idx=None):
+    def set_dofs_damping(self, damping, dofs_idx_local=None, envs_idx=None, *, unsafe=False):
         """Joint damping (>= 0; N m s/rad or N s/m), per env when ``damping`` is batched."""
-        self._set_gain("dof_damping", damping, "damping", dofs_idx_local, envs_idx)
+        self._set_gain("dof_damping", damping, "damping", dofs_idx_local, envs_idx, unsafe)
 
     def get_dofs_damping(self, dofs_idx_local=None, envs_idx=None) -> torch.Tensor:
         return self._get("dof_damping", dofs_idx_local, envs_idx)
 
-    def _set_gain(self, field, value, name, dofs_idx_local, envs_idx):
+    def _set_gain(self, field, value, name, dofs_idx_local, envs_idx, unsafe=False):
         def check(v: torch.Tensor) -> None:
             if bool((v < 0).any()):
                 raise InvalidValueError(f"{name}: values must be >= 0")
 
-        self._set(lambda c, v: [(field, c, v)], value, name, dofs_idx_local, envs_idx, check=check)
+        pairs = lambda c, v: [(field, c, v)]  # noqa: E731
+        self._set(pairs, value, name, dofs_idx_local, envs_idx, check=None if unsafe else check, unsafe=unsafe)
 
     def set_dofs_force_range(self, lower, upper, dofs_idx_local=None, envs_idx=None):
         """Actuator force limits; ``lower <= upper`` elementwise."""
@@ -426,15 +427,17 @@ class RigidEntity:
         sel = _select.select_envs(envs_idx, self.solver.n_envs, self.solver.device)
         return _select.read(field, self.geoms_idx, sel, self.solver.n_envs).clone()
 
-    def set_friction(self, friction, envs_idx=None) -> None:
+    def set_friction(self, friction, envs_idx=None, *, unsafe=False) -> None:
         """Set the sliding friction coefficient (>= 0) of all the entity's geoms: a number for every
         selected env, or ``(n_envs,)`` / ``(len(envs_idx),)`` values, one per env (for domain
-        randomization without rebuilding)."""
+        randomization without rebuilding). ``unsafe`` skips the value checks (no device reads)."""
         s = self.solver
         field = self._friction_field("set_friction")
         sel = _select.select_envs(envs_idx, s.n_envs, s.device)
-        vals, batched = _select.to_values(friction, "friction", sel, s.n_envs, (), s.device)
-        if bool((vals < 0).any()):
+        vals, batched = _select.to_values(
+            friction, "friction", sel, s.n_envs, (), s.device, check_finite=not unsafe
+        )
+        if not unsafe and bool((vals < 0).any()):
             raise InvalidValueError("friction: coefficients must be >= 0")
         cols = torch.as_tensor(self.geoms_idx, device=s.device)
         vals = vals[..., None].expand(vals.shape + (len(self.geoms_idx),))
@@ -457,15 +460,16 @@ class RigidEntity:
         scale = _select.read(s.t["body_inertial"][:, k], slice(0, 1), sel, s.n_envs)[..., 0]
         return scale * float(s.model.body_mass[self.links[0].idx])
 
-    def set_mass(self, mass, envs_idx=None) -> None:
+    def set_mass(self, mass, envs_idx=None, *, unsafe=False) -> None:
         """Set the mass (> 0, kg) of the entity's free base body (one that carries no other body, such
         as an object) per env: a number, or ``(n_envs,)`` / ``(len(envs_idx),)`` values. Its inertia
-        scales with it (same shape, another density). No rebuild: for domain randomization."""
+        scales with it (same shape, another density). No rebuild: for domain randomization.
+        ``unsafe`` skips the value checks (no device reads)."""
         s = self.solver
         self._slot("set_mass")
         sel = _select.select_envs(envs_idx, s.n_envs, s.device)
-        vals, batched = _select.to_values(mass, "mass", sel, s.n_envs, (), s.device)
-        if not bool((vals > 0).all()):
+        vals, batched = _select.to_values(mass, "mass", sel, s.n_envs, (), s.device, check_finite=not unsafe)
+        if not unsafe and not bool((vals > 0).all()):
             raise InvalidValueError("mass: expected masses > 0 kg")
         km = vals / float(s.model.body_mass[self.links[0].idx])
 
@@ -483,17 +487,18 @@ class RigidEntity:
         new = fn(field if full else _select.read(field, slice(0, 4), sel, s.n_envs))
         _select.write(field, slice(0, 4), sel, new, new.ndim == 2, s.n_envs)
 
-    def set_size(self, size, envs_idx=None) -> None:
+    def set_size(self, size, envs_idx=None, *, unsafe=False) -> None:
         """Set a free ``Box`` entity's full edge lengths ``([k,] 3)`` (> 0, m) per env, for domain
         randomization without a rebuild: its collision shape changes, its mass stays and its inertia
-        follows the new shape. The renderer keeps drawing the size the scene was built with."""
+        follows the new shape. The renderer keeps drawing the size the scene was built with.
+        ``unsafe`` skips the value checks (no device reads)."""
         s = self.solver
         self._slot("set_size")
         if not isinstance(self.morph, morphs.Box) or s.contacts is None:
             raise InvalidValueError("set_size: supported for Box entities in a scene with collisions")
         sel = _select.select_envs(envs_idx, s.n_envs, s.device)
-        vals, batched = _select.to_values(size, "size", sel, s.n_envs, (3,), s.device)
-        if not bool((vals > 0).all()):
+        vals, batched = _select.to_values(size, "size", sel, s.n_envs, (3,), s.device, check_finite=not unsafe)
+        if not unsafe and not bool((vals > 0).all()):
             raise InvalidValueError("size: expected edge lengths > 0 m")
         # a box's moment about its principal axis u_a (a column of the body's inertia frame) is
         # u_a^T diag(hy^2 + hz^2, hx^2 + hz^2, hx^2 + hy^2) u_a times m / 3 (half edges h)

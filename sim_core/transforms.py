@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["quat_to_mat", "quat_rotate", "contact_frame"]
+__all__ = ["quat_to_mat", "quat_rotate", "quat_mul", "quat_conj", "contact_frame"]
 
 
 def quat_to_mat(q: torch.Tensor) -> torch.Tensor:
@@ -32,6 +32,26 @@ def quat_rotate(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     u, v = torch.broadcast_tensors(q[..., 1:], v)
     t = 2.0 * torch.linalg.cross(u, v, dim=-1)
     return v + q[..., :1] * t + torch.linalg.cross(u, t, dim=-1)
+
+
+def quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Hamilton products ``a b`` of quaternions ``(..., 4)`` (the rotation ``b``, then ``a``)."""
+    aw, ax, ay, az = a.unbind(-1)
+    bw, bx, by, bz = b.unbind(-1)
+    return torch.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        -1,
+    )
+
+
+def quat_conj(q: torch.Tensor) -> torch.Tensor:
+    """Conjugates (inverses of unit quaternions) ``(..., 4)``."""
+    return q * q.new_tensor([1.0, -1.0, -1.0, -1.0])
 
 
 def contact_frame(normal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sim_core as sc  # noqa: E402
 from envs.ik import dls_step  # noqa: E402
-from sim_core.transforms import quat_rotate  # noqa: E402
+from sim_core.transforms import quat_mul, quat_rotate  # noqa: E402
 
 CUBE = 0.05  # edge, m
 RHO = 1000.0  # kg/m^3: a 125 g cube
@@ -110,20 +110,6 @@ def stack_of_three() -> dict:
     }
 
 
-def _qmul(a, b):
-    aw, ax, ay, az = a.unbind(-1)
-    bw, bx, by, bz = b.unbind(-1)
-    return torch.stack(
-        [
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ],
-        -1,
-    )
-
-
 HOME = (0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.785)
 TCP = (0.0, 0.0, 0.1034)  # between the fingertips, in the hand frame
 
@@ -152,13 +138,13 @@ def franka_grasp(n_envs: int = 8, seed: int = 0) -> dict:
     cube.set_quat(cquat)
     hand = franka.get_link("hand")
     tcp = torch.tensor(TCP, device=dev)
-    hand_target = _qmul(cquat, hand.get_quat())  # the home orientation, turned by the cube's yaw
+    hand_target = quat_mul(cquat, hand.get_quat())  # the home orientation, turned by the cube's yaw
     arm = home[:, :7].clone()
     conj = torch.tensor([1.0, -1.0, -1.0, -1.0], device=dev)
 
     def track(target, fingers, steps):
         for _ in range(steps):
-            q_err = _qmul(hand_target, hand.get_quat() * conj)
+            q_err = quat_mul(hand_target, hand.get_quat() * conj)
             q_err = q_err * torch.sign(q_err[:, :1])
             pos_err = (target - (hand.get_pos() + quat_rotate(hand.get_quat(), tcp))).clamp(-0.05, 0.05)
             jac = franka.get_jacobian(hand, tcp)[:, :, :7]

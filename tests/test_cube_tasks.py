@@ -1,0 +1,188 @@
+"""FrankaLift and FrankaPush: conformance, rewards on hand-built states, randomization, and a scripted
+controller that solves Lift through the env's own actions (``python tests/test_cube_tasks.py``
+prints its success rate)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import envs  # noqa: E402
+from envs.franka_cube import OBS_DIM  # noqa: E402
+
+LIFT, PUSH = "WarpGym/FrankaLift-v0", "WarpGym/FrankaPush-v0"
+
+
+def scripted_lift(num_envs: int = 64, seed: int = 0) -> dict:
+    """Open hand over the cube (turned to the cube's yaw), down, close, lift above the goal height:
+    a state machine on the observation, acting through ``ee_yaw_delta`` actions and the gripper."""
+    env = gym.make_vec(LIFT, num_envs=num_envs, device="cpu", seed=seed, autoreset_mode="Disabled")
+    cfg = env.unwrapped.cfg
+    obs, _ = env.reset(seed=seed)
+    n = num_envs
+    success = torch.zeros(n, dtype=torch.bool)
+    for t in range(cfg.max_episode_steps):
+        ee, cube, goal = obs[:, 16:19], obs[:, 25:28], obs[:, 43:46]
+        hand_x, cube_x = obs[:, 19:22], obs[:, 28:31]
+        yaw_err = torch.atan2(cube_x[:, 1], cube_x[:, 0]) - torch.atan2(hand_x[:, 1], hand_x[:, 0])
+        yaw_err = torch.remainder(yaw_err + math.pi / 4, math.pi / 2) - math.pi / 4  # a cube: mod 90 deg
+        if t < 30:
+            target, grip = cube + torch.tensor([0.0, 0.0, 0.08]), 1.0
+        elif t < 50:
+            target, grip = cube + torch.tensor([0.0, 0.0, 0.005]), 1.0
+        elif t < 60:
+            target, grip = cube + torch.tensor([0.0, 0.0, 0.005]), -1.0
+        else:
+            target, grip = torch.cat([cube[:, :2], goal[:, 2:] + 0.04], 1), -1.0
+        move = (0.2 * (target - ee) / cfg.arm.ee_delta_scale).clamp(-1.0, 1.0)  # integrating: low gain
+        yaw = (0.5 * yaw_err / cfg.arm.yaw_delta_scale).clamp(-1.0, 1.0)
+        action = torch.cat([move, yaw[:, None], torch.full((n, 1), grip)], 1)
+        obs, _, _, _, info = env.step(action)
+        success = info["success"]
+    return {"success_rate": float(success.float().mean()), "errors": int(info["sim_error"].sum())}
+
+
+def _state(n, **kw):
+    """Hand-built reward terms: the cube (5 cm) resting at (0.5, 0, 0.025), the end effector on it,
+    goal 15 cm above the floor, nothing grasped, no action change, at rest."""
+    s = {
+        "ee": torch.tensor([[0.5, 0.0, 0.025]]).repeat(n, 1),
+        "cube_pos": torch.tensor([[0.5, 0.0, 0.025]]).repeat(n, 1),
+        "cube_size": torch.full((n,), 0.05),
+        "goal": torch.tensor([[0.5, 0.0, 0.15]]).repeat(n, 1),
+        "grasped": torch.zeros(n, dtype=torch.bool),
+        "action_rate": torch.zeros(n),
+        "joint_vel_sq": torch.zeros(n),
+    }
+    s.update(kw)
+    return s
+
+
+def test_lift_reward_terms_and_success_on_hand_built_states():
+    env = gym.make_vec(LIFT, num_envs=3, device="cpu", seed=0).unwrapped
+    w, hold_steps = env.cfg.reward, env.cfg.hold_steps
+    # env 0: at the cube, not grasped; env 1: grasped, half way up; env 2: grasped, at the goal
+    cube = torch.tensor([[0.5, 0.0, 0.025], [0.5, 0.0, 0.0875], [0.5, 0.0, 0.15]])
+    s = _state(3, cube_pos=cube, ee=cube.clone(), grasped=torch.tensor([False, True, True]))
+    hold = torch.tensor([0, hold_steps - 1, hold_steps - 1], dtype=torch.int32)
+    reward, success, out, info, hold = env.rewards(s, hold)
+    expected = torch.tensor(
+        [w.reach, w.reach + w.grasp + 0.5 * w.lift, w.reach + w.grasp + w.lift + w.success_bonus]
+    )
+    torch.testing.assert_close(reward, expected)
+    assert success.tolist() == [False, False, True] and hold.tolist() == [0, 0, hold_steps]
+    assert not out.any()
+    torch.testing.assert_close(info["cube_height"], torch.tensor([0.0, 0.0625, 0.125]))
+    # the penalties, and a reach term that decays with distance; the cube off the table ends it
+    far = _state(1, ee=torch.tensor([[0.5, 0.0, 0.125]]), action_rate=torch.tensor([2.0]))
+    far["cube_pos"] = torch.tensor([[1.2, 0.0, 0.025]])
+    reward, _, out, _, _ = env.rewards(far, torch.zeros(1, dtype=torch.int32))
+    d = math.hypot(0.7, 0.1)
+    torch.testing.assert_close(
+        reward, torch.tensor([w.reach * (1 - math.tanh(d / w.reach_std)) + 2 * w.action_rate])
+    )
+    assert out.tolist() == [True]
+
+
+def test_push_reward_terms_and_success_on_hand_built_states():
+    env = gym.make_vec(PUSH, num_envs=2, device="cpu", seed=0).unwrapped
+    w, r = env.cfg.reward, env.cfg.goal_radius
+    goal = torch.tensor([[0.6, 0.0, 0.025]]).repeat(2, 1)
+    cube = torch.tensor([[0.6 - 0.5 * r, 0.0, 0.025], [0.6, 0.0, 0.06]])  # in the goal; lifted over it
+    behind = torch.tensor([[0.6 - 0.5 * r - 0.045, 0.0, 0.025], [0.6, 0.0, 0.06]])
+    s = _state(2, cube_pos=cube, goal=goal, ee=behind)
+    reward, success, out, info, _ = env.rewards(s, torch.zeros(2, dtype=torch.int32))
+    assert success.tolist() == [True, False] and not out.any()
+    t0 = 1 - math.tanh(0.5 * r / w.push_std)
+    # env 1: the goal right under the cube leaves no "behind": the point is the cube's centre
+    torch.testing.assert_close(
+        reward, torch.tensor([w.reach + w.push * t0 + w.success_bonus, w.reach + w.push + w.lifted])
+    )
+    torch.testing.assert_close(info["goal_distance"], torch.tensor([0.5 * r, 0.0]))
+
+
+def _randomized(env):
+    u = env.unwrapped
+    arm = u.arm.entity
+    return torch.stack(
+        [
+            u.cube.get_mass(),
+            u.cube.get_size()[:, 0],
+            u.cube.get_friction()[:, 0],
+            arm.get_dofs_damping()[:, 0] / u._damping0[0],
+            arm.get_dofs_kp()[:, 0] / u._kp0[0],
+            arm.get_dofs_kv()[:, 3] / u._kv0[3],
+        ],
+        1,
+    )
+
+
+def test_randomization_stays_in_range_and_every_reset_redraws_it():
+    env = gym.make_vec(LIFT, num_envs=64, device="cpu", seed=0)
+    r = env.unwrapped.cfg.randomization
+    env.reset(seed=0)
+    first = _randomized(env)
+    ranges = [
+        r.cube_mass,
+        r.cube_size,
+        r.cube_friction,
+        r.joint_damping_scale,
+        r.pd_gain_scale,
+        r.pd_gain_scale,
+    ]
+    for k, (lo, hi) in enumerate(ranges):
+        col = first[:, k]
+        assert float(col.min()) >= lo - 1e-6 and float(col.max()) <= hi + 1e-6, (k, col)
+        assert float(col.max() - col.min()) > 0.5 * (hi - lo), k  # spread over the range
+    torch.testing.assert_close(first[:, 4], first[:, 5])  # kp and kv scale together
+    # the cube rests on its own size, not the built one
+    size = env.unwrapped.cube.get_size()[:, 2]
+    torch.testing.assert_close(env.unwrapped.cube.get_pos()[:, 2], 0.5 * size + 1e-4)
+    mask = torch.zeros(64, dtype=torch.bool)
+    mask[::2] = True
+    env.reset(options={"reset_mask": mask})
+    second = _randomized(env)
+    assert (second[mask] != first[mask]).all()
+    torch.testing.assert_close(second[~mask], first[~mask])
+
+
+@pytest.mark.parametrize("task", [LIFT, PUSH])
+def test_single_env_views_pass_gymnasium_check_env(task):
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make(task)
+    check_env(env.unwrapped, skip_render_check=True)
+    assert env.observation_space.shape == (OBS_DIM + env.action_space.shape[0],)
+
+
+def test_a_blown_up_env_is_truncated_with_a_flag_and_reset_alone():
+    env = gym.make_vec(PUSH, num_envs=3, device="cpu", seed=0)
+    u = env.unwrapped
+    env.reset(seed=0)
+    q = u.cube.get_pos().clone()
+    u.scene.sim.rigid_solver.t["qvel"][1, 0] = float("inf")
+    obs, reward, terminated, truncated, info = env.step(torch.zeros(3, 4))
+    assert truncated.tolist() == [False, True, False] and info["final_info"]["sim_error"].tolist() == [
+        False,
+        True,
+        False,
+    ]
+    assert torch.isfinite(obs).all() and torch.isfinite(reward).all()
+    assert not u.scene.sim.rigid_solver.get_error_envs_mask().any()
+    assert torch.allclose(u.cube.get_pos()[[0, 2]], q[[0, 2]], atol=1e-3)  # the others went on
+
+
+def test_scripted_controller_lifts_the_cube_in_most_envs():
+    out = scripted_lift()
+    assert out["errors"] == 0
+    assert out["success_rate"] >= 0.8, out
+
+
+if __name__ == "__main__":
+    print(scripted_lift(256))
