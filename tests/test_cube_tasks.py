@@ -13,7 +13,6 @@ import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import envs  # noqa: E402
 from envs.franka_cube import OBS_DIM  # noqa: E402
 
 LIFT, PUSH = "WarpGym/FrankaLift-v0", "WarpGym/FrankaPush-v0"
