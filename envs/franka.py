@@ -10,6 +10,8 @@ Dofs 0-6 are the arm joints (rad), 7-8 the finger slides (m). Actions move the a
   down at a yaw that the fourth moves by ``yaw_delta_scale * a`` rad (within +-pi/2): damped least
   squares on the full 6-D Jacobian, the orientation error fed back with gain ``rot_gain`` per step.
 
+In both end-effector modes a displacement never takes the end effector below ``ee_z_min`` (if set).
+
 With ``gripper`` one more number commands both fingers: ``a = -1`` closed, ``+1`` open at
 ``finger_pos`` m (position targets, linear in between); without it the fingers hold ``finger_pos``.
 
@@ -58,6 +60,7 @@ class ArmConfig:
     yaw_delta_scale: float = 0.1  # ee_yaw_delta: hand yaw change per control step at |a| = 1, rad
     rot_gain: float = 0.2  # ee_yaw_delta: share of the orientation error corrected per control step
     gripper: bool = False  # one more action dimension commands the fingers
+    ee_z_min: float | None = None  # ee modes: no displacement takes the end effector below this, m
 
 
 class FrankaArm:
@@ -109,7 +112,7 @@ class FrankaArm:
             delta = cfg.joint_delta_scale * action[:, :N_ARM]
         elif self.control_mode == "ee_delta":
             jac = self.ee_jacobian() if jac is None else jac
-            delta = dls_step(jac[:, :3, :N_ARM], cfg.ee_delta_scale * action[:, :3], cfg.ik_damping)
+            delta = dls_step(jac[:, :3, :N_ARM], self._ee_move(action), cfg.ik_damping)
         else:
             self.yaw_target.add_(cfg.yaw_delta_scale * action[:, 3]).clamp_(-torch.pi / 2, torch.pi / 2)
             half = 0.5 * self.yaw_target
@@ -117,7 +120,7 @@ class FrankaArm:
             err = quat_mul(quat_mul(yaw, self._down), quat_conj(self.hand.get_quat()))
             rot = 2.0 * cfg.rot_gain * err[:, 1:] * torch.sign(err[:, :1])  # small-angle rotation vector
             jac = self.ee_jacobian() if jac is None else jac
-            dx = torch.cat([cfg.ee_delta_scale * action[:, :3], rot], 1)
+            dx = torch.cat([self._ee_move(action), rot], 1)
             delta = dls_step(jac[:, :, :N_ARM], dx, cfg.ik_damping)
         torch.clamp(self.joint_targets + delta, self.q_low, self.q_high, out=self.joint_targets)
         if not cfg.gripper:
@@ -126,6 +129,16 @@ class FrankaArm:
         self.fingers.copy_((0.5 * cfg.finger_pos * (action[:, -1:] + 1.0)).expand(-1, 2))
         torch.cat([self.joint_targets, self.fingers], 1, out=self._targets)
         self.entity.control_dofs_position(self._targets, unsafe=True)
+
+    def _ee_move(self, action: torch.Tensor) -> torch.Tensor:
+        """(num_envs, 3) end-effector displacement of ``action``, kept above ``ee_z_min`` (a floor
+        the tasks set just under the cube's centre: pressing the hand into the floor is never useful
+        and makes contacts, the costliest part of a step)."""
+        move = self.cfg.ee_delta_scale * action[:, :3]
+        if self.cfg.ee_z_min is None:
+            return move
+        dz = torch.maximum(move[:, 2], self.cfg.ee_z_min - self.ee_pos()[:, 2])
+        return torch.cat([move[:, :2], dz[:, None]], 1)
 
     def reset(self, mask: torch.Tensor, noise: torch.Tensor) -> None:
         """Restart the masked envs at the default pose plus ``init_joint_noise * (2 noise - 1)``,

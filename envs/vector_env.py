@@ -16,8 +16,9 @@ Autoreset follows Gymnasium 1.x's ``AutoresetMode`` (https://farama.org/Vector-A
 - ``DISABLED``: nothing is reset automatically; ``reset(options={"reset_mask": mask})`` resets exactly
   the masked envs and returns every env's current observation.
 
-Every finished episode adds ``infos["episode"] = {"r", "l", "success", "success_once"}`` with the mask
-``infos["_episode"]``. Actions outside the action space are clipped to it; actions of the wrong shape,
+Every finished episode adds ``infos["episode"] = {"r", "l", "success", "success_once", "sim_error"}``
+with the mask ``infos["_episode"]`` (``sim_error``: the episode was cut short because the env's
+state went non-finite or overflowed its contact budget; it is then truncated and reset alone). Actions outside the action space are clipped to it; actions of the wrong shape,
 device or dtype, or containing NaN/inf, raise ``ValueError``/``TypeError`` before anything changes.
 
 Subclasses build the scene and implement ``_reset_envs``, ``_apply_action``, ``_observe`` and
@@ -227,6 +228,7 @@ class WarpVectorEnv(gym.vector.VectorEnv):
                 "l": self.episode_length.clone(),
                 "success": success.clone(),
                 "success_once": self.episode_success_once.clone(),
+                "sim_error": error,
             },
             "_episode": done,
         }

@@ -394,6 +394,32 @@ def _limit_row(cm: ContactModel, cd: ContactData, w: int, r: int, d: int, side: 
 
 
 @wp.func
+def _normal_velocity(cm: ContactModel, cd: ContactData, w: int, g: wp.vec2i, p: wp.vec3, n: wp.vec3) -> float:
+    """Velocity of geom2's body relative to geom1's at ``p`` along ``n`` (dofs' current velocities)."""
+    vn = float(0.0)
+    for side in range(2):
+        sign = 2.0 * float(side) - 1.0
+        d = cm.body_dof[cm.geom_body[g[side]]]
+        while d >= 0:
+            jp = _point_jac(cm.dof_kind[d], cd.dof_xaxis[w, d], cd.dof_xanchor[w, d], p)
+            vn += sign * wp.dot(n, jp) * cd.vel[w, d]
+            d = cm.dof_parent[d]
+    return vn
+
+
+@wp.func
+def _idle_row(cd: ContactData, w: int, c: int):
+    """Contact ``c`` sits out this substep: no dofs, never active, no impulse."""
+    cd.trees[w, c] = wp.vec4i(0, 0, 0, 0)
+    cd.wblk[w, c] = wp.mat33(0.0)
+    cd.lam[w, c] = wp.vec3(0.0)
+    cd.uref[w, c] = -1.0e30
+    cd.umin[w, c] = -1.0e30
+    cd.reg[w, c] = 0.0
+    cd.mu[w, c] = 0.0
+
+
+@wp.func
 def solve_contacts(
     cm: ContactModel,
     cd: ContactData,
@@ -410,12 +436,25 @@ def solve_contacts(
     ``iterations`` rounds of friction (normal impulses held: the warm start's at first), then all
     normals, stopping once no row changes its velocity by ``tolerance`` (m/s) or more."""
     for c in range(nc):
+        # speculative contacts that their bodies' velocities would not close within two substeps
+        # sit out this one: their rows stay empty (no dofs), inactive, without friction
+        dist = cd.slots.dist[w, c]
+        if dist > 0.0:
+            g = cd.slots.geom[w, c]
+            vn = _normal_velocity(cm, cd, w, g, cd.slots.pos[w, c], cd.slots.normal[w, c])
+            cd.uref[w, c] = wp.where(dist + 2.0 * dt * vn > 0.0, 1.0, 0.0)  # 1: sits out
+        else:
+            cd.uref[w, c] = 0.0
+    for c in range(nc):
         # contact c's three rows (normal, t1, t2): J, A^-1 J^T, the 3x3 block of W, the normal row's
         # target velocity and regularization; warm-start impulses
         g = cd.slots.geom[w, c]
         p = cd.slots.pos[w, c]
         n = cd.slots.normal[w, c]
         dist = cd.slots.dist[w, c]
+        if cd.uref[w, c] == 1.0:
+            _idle_row(cd, w, c)
+            continue
         ta = cm.body_tree[cm.geom_body[g[0]]]
         tb = cm.body_tree[cm.geom_body[g[1]]]
         if tb[0] == ta[0] and tb[1] == ta[1]:
@@ -485,8 +524,10 @@ def solve_contacts(
         change = float(0.0)
         for c in range(nc):  # friction, the normal impulses held
             t = cd.trees[w, c]
-            blk = cd.wblk[w, c]
             lam = cd.lam[w, c]
+            if lam[0] == 0.0 and lam[1] == 0.0 and lam[2] == 0.0:
+                continue  # no normal impulse, no friction: nothing to change (and idle rows are empty)
+            blk = cd.wblk[w, c]
             u = _rows_dot(cd.jac, cd.vel, w, c, t)
             # drive both tangential velocities to zero with the 2x2 block, then the cone
             det = blk[1, 1] * blk[2, 2] - blk[1, 2] * blk[2, 1]

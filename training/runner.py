@@ -34,7 +34,7 @@ from .video import add_video_to_tensorboard, rollout_frames
 
 __all__ = ["Runner", "make_env", "make_video_env", "save_atomic", "link_atomic"]
 
-_STATS = ("return_sum", "length_sum", "success_sum", "episodes")
+_STATS = ("return_sum", "length_sum", "success_sum", "episodes", "sim_errors")
 
 
 def make_env(spec: RunSpec, num_envs: int, device: torch.device, seed: int, **kw: Any) -> gym.vector.VectorEnv:
@@ -160,6 +160,7 @@ class Runner:
                     torch.where(ended, ep["l"].float(), 0.0).sum(),
                     (ended & ep["success"]).float().sum(),
                     ended.float().sum(),
+                    (ended & ep["sim_error"]).float().sum(),
                 ]
             )
         self._obs = obs
@@ -225,20 +226,24 @@ class Runner:
         stats = distributed.all_reduce_sum(self._stats.clone())
         self._stats.zero_()
         values = torch.cat([stats, torch.stack(list(losses.values())), self.ppo.lr.reshape(1)]).tolist()
-        bad = [k for k, v in zip(losses, values[4:-1], strict=True) if not math.isfinite(v)]
+        ns = len(_STATS)
+        bad = [k for k, v in zip(losses, values[ns:-1], strict=True) if not math.isfinite(v)]
         if bad:
             raise RuntimeError(f"training diverged at iteration {self.iteration}: non-finite {bad}")
         if self.logger is None:
             return
-        r_sum, l_sum, s_sum, n = values[:4]
+        r_sum, l_sum, s_sum, n, errors = values[:ns]
         steps = self.cfg.batch_size * self.ctx.world_size
         scalars = {
             "perf/env_steps_per_s": steps / rollout_s,
             "perf/update_time": update_s,
             "perf/rollout_time": rollout_s,
             "charts/learning_rate": values[-1],
+            # episodes cut short because their env's state went non-finite or overflowed its
+            # contact budget (truncated, flagged "sim_error" in the step info, reset alone)
+            "charts/sim_error_episodes": errors,
         }
-        for key, v in zip(losses, values[4:-1], strict=True):
+        for key, v in zip(losses, values[ns:-1], strict=True):
             scalars[f"losses/{key}"] = v
         if n > 0:
             scalars.update(
