@@ -18,7 +18,8 @@ Autoreset follows Gymnasium 1.x's ``AutoresetMode`` (https://farama.org/Vector-A
 
 Every finished episode adds ``infos["episode"] = {"r", "l", "success", "success_once", "sim_error"}``
 with the mask ``infos["_episode"]`` (``sim_error``: the episode was cut short because the env's
-state went non-finite or overflowed its contact budget; it is then truncated and reset alone). Actions outside the action space are clipped to it; actions of the wrong shape,
+state went non-finite or overflowed its contact budget; it is then truncated and reset alone).
+Actions outside the action space are clipped to it; actions of the wrong shape,
 device or dtype, or containing NaN/inf, raise ``ValueError``/``TypeError`` before anything changes.
 
 Subclasses build the scene and implement ``_reset_envs``, ``_apply_action``, ``_observe`` and
