@@ -61,6 +61,7 @@ class ArmConfig:
     rot_gain: float = 0.2  # ee_yaw_delta: share of the orientation error corrected per control step
     gripper: bool = False  # one more action dimension commands the fingers
     ee_z_min: float | None = None  # ee modes: no displacement takes the end effector below this, m
+    gravcomp: float = 0.0  # share of the arm's gravity its controller compensates (MuJoCo's gravcomp)
 
 
 class FrankaArm:
@@ -75,7 +76,7 @@ class FrankaArm:
             )
         self.scene, self.cfg, self.control_mode = scene, cfg, control_mode
         self.plane = scene.add_entity(sc.morphs.Plane())
-        self.entity = scene.add_entity(sc.morphs.MJCF(file="franka_panda"))
+        self.entity = scene.add_entity(sc.morphs.MJCF(file="franka_panda", gravcomp=cfg.gravcomp))
         self.action_dim = ARM_ACTION_DIM[control_mode] + int(cfg.gripper)
 
     def on_build(self, num_envs: int) -> None:
@@ -112,7 +113,7 @@ class FrankaArm:
             delta = cfg.joint_delta_scale * action[:, :N_ARM]
         elif self.control_mode == "ee_delta":
             jac = self.ee_jacobian() if jac is None else jac
-            delta = dls_step(jac[:, :3, :N_ARM], self._ee_move(action), cfg.ik_damping)
+            delta = dls_step(jac[:, :3, :N_ARM], self._ee_move(action, jac), cfg.ik_damping)
         else:
             self.yaw_target.add_(cfg.yaw_delta_scale * action[:, 3]).clamp_(-torch.pi / 2, torch.pi / 2)
             half = 0.5 * self.yaw_target
@@ -120,7 +121,7 @@ class FrankaArm:
             err = quat_mul(quat_mul(yaw, self._down), quat_conj(self.hand.get_quat()))
             rot = 2.0 * cfg.rot_gain * err[:, 1:] * torch.sign(err[:, :1])  # small-angle rotation vector
             jac = self.ee_jacobian() if jac is None else jac
-            dx = torch.cat([self._ee_move(action), rot], 1)
+            dx = torch.cat([self._ee_move(action, jac), rot], 1)
             delta = dls_step(jac[:, :, :N_ARM], dx, cfg.ik_damping)
         torch.clamp(self.joint_targets + delta, self.q_low, self.q_high, out=self.joint_targets)
         if not cfg.gripper:
@@ -130,14 +131,19 @@ class FrankaArm:
         torch.cat([self.joint_targets, self.fingers], 1, out=self._targets)
         self.entity.control_dofs_position(self._targets, unsafe=True)
 
-    def _ee_move(self, action: torch.Tensor) -> torch.Tensor:
-        """(num_envs, 3) end-effector displacement of ``action``, kept above ``ee_z_min`` (a floor
-        the tasks set just under the cube's centre: pressing the hand into the floor is never useful
-        and makes contacts, the costliest part of a step)."""
+    def _ee_move(self, action: torch.Tensor, jac: torch.Tensor) -> torch.Tensor:
+        """(num_envs, 3) end-effector displacement of ``action``, kept from taking the end effector's
+        target below ``ee_z_min``. The target is the end effector's position plus the joint targets'
+        lead over the joints (through ``jac``): where the PD targets put it (without ``gravcomp`` the
+        hand sags below it under its weight, about a centimetre low over the floor). The tasks set it
+        so the hand reaches the cube's centre but does not press into the floor, which is never
+        useful and makes contacts, the costliest part of a step."""
         move = self.cfg.ee_delta_scale * action[:, :3]
         if self.cfg.ee_z_min is None:
             return move
-        dz = torch.maximum(move[:, 2], self.cfg.ee_z_min - self.ee_pos()[:, 2])
+        lead = self.joint_targets - self.entity.get_dofs_position(self.arm_dofs)
+        target_z = self.ee_pos()[:, 2] + (jac[:, 2, :N_ARM] * lead).sum(1)
+        dz = torch.maximum(move[:, 2], self.cfg.ee_z_min - target_z)
         return torch.cat([move[:, :2], dz[:, None]], 1)
 
     def reset(self, mask: torch.Tensor, noise: torch.Tensor) -> None:

@@ -67,15 +67,16 @@ def _force_cross(w, v, n, f) -> tuple[list, list]:
 
 def emit_bias(segs: list[Segment], e: Emitter, X: list, vel: list, cvp: list) -> None:
     """``bias{d}``: recursive Newton-Euler with zero joint acceleration and the world accelerating
-    at -gravity, in segment frames (constant inertias)."""
+    at -gravity, in segment frames (constant inertias). A tree with MuJoCo's ``gravcomp`` c sees
+    (1 - c) of gravity: the same generalized force as MuJoCo's qfrc_bias - qfrc_gravcomp."""
     e("gx = -gravity[0]")
     e("gy = -gravity[1]")
     e("gz = -gravity[2]")
     acc, force = [], []
     for i, s in enumerate(segs):
-        if s.parent < 0:
+        if s.parent < 0:  # the world accelerates at -gravity, times the tree's uncompensated share
             E, _r = X[i]
-            aw, av = [0.0] * 3, matvec(E, ["gx", "gy", "gz"])
+            aw, av = [0.0] * 3, matvec(E, [mul(snap(s.gravity), g) for g in ("gx", "gy", "gz")])
         else:
             aw, av = motion_to_child(X[i], *acc[s.parent])
         cw, cv = cvp[i]

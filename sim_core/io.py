@@ -45,7 +45,11 @@ def _entity_spec(morph: morphs.Morph, material: materials.Rigid | None = None) -
             roots[0].add_freejoint()
         return spec
     if isinstance(morph, morphs.MJCF):
-        return mujoco.MjSpec.from_file(morph.file)
+        spec = mujoco.MjSpec.from_file(morph.file)
+        if morph.gravcomp is not None:
+            for body in spec.bodies[1:]:  # all but the world body
+                body.gravcomp = morph.gravcomp
+        return spec
     if isinstance(morph, morphs.Plane):
         return None
     if isinstance(morph, morphs.Primitive):
@@ -180,9 +184,14 @@ def _check_supported(mjm: mujoco.MjModel, rng: EntityRange, morph: morphs.Morph)
         dofs = range(mjm.jnt_dofadr[j], mjm.jnt_dofadr[j] + (6 if jt == 0 else 1))
         if np.any(mjm.dof_frictionloss[list(dofs)] != 0):
             problems.append(f"joint {_name(mjm, mujoco.mjtObj.mjOBJ_JOINT, j)}: frictionloss")
-    for b in bodies:
-        if mjm.body_gravcomp[b] != 0:
-            problems.append(f"body {_name(mjm, mujoco.mjtObj.mjOBJ_BODY, b)}: gravcomp")
+        if mjm.jnt_actgravcomp[j]:
+            problems.append(f"joint {_name(mjm, mujoco.mjtObj.mjOBJ_JOINT, j)}: actuatorgravcomp")
+    for b in bodies:  # gravity compensation is simulated when a whole kinematic tree shares one value
+        root = int(mjm.body_rootid[b])
+        if mjm.body_gravcomp[b] != mjm.body_gravcomp[root] and mjm.body_dofnum[root] + mjm.body_dofnum[b] > 0:
+            problems.append(
+                f"body {_name(mjm, mujoco.mjtObj.mjOBJ_BODY, b)}: gravcomp differs from its tree root's"
+            )
     collide_types = {
         mujoco.mjtGeom.mjGEOM_PLANE,
         mujoco.mjtGeom.mjGEOM_SPHERE,
@@ -297,6 +306,7 @@ def model_from_mj(mjm: mujoco.MjModel) -> Model:
         body_ipos=mjm.body_ipos.copy(),
         body_iquat=mjm.body_iquat.copy(),
         body_mass=mjm.body_mass.copy(),
+        body_gravcomp=mjm.body_gravcomp.copy(),
         body_inertia=mjm.body_inertia.copy(),
         body_jntadr=mjm.body_jntadr.copy(),
         body_jntnum=mjm.body_jntnum.copy(),

@@ -84,7 +84,19 @@ class _FileMorph(Morph):
 
 @dataclass(frozen=True)
 class MJCF(_FileMorph):
-    """An MJCF file (a path or a bundled name such as ``"franka_panda"``), compiled by ``mujoco``."""
+    """An MJCF file (a path or a bundled name such as ``"franka_panda"``), compiled by ``mujoco``.
+
+    ``gravcomp``: if given, MuJoCo's ``gravcomp`` for every body of the file (1: gravity compensated,
+    as a robot's controller does), overriding the file's. sim_core simulates gravcomp when all bodies
+    of a kinematic tree share one value.
+    """
+
+    gravcomp: float | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.gravcomp is not None and not 0.0 <= float(self.gravcomp) <= 1.0:
+            raise InvalidValueError(f"gravcomp: expected a share in [0, 1], got {self.gravcomp!r}")
 
 
 @dataclass(frozen=True)

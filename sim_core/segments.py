@@ -53,12 +53,14 @@ class Segment:
     # constant), the mass and first moment it was built with, its inertia about the segment origin as
     # one matrix per principal axis (scaled per env) plus the parallel-axis part (scaled with the mass)
     slot: int = -1
+    gravity: float = 1.0  # a root segment's share of gravity: 1 - its tree's gravcomp
     principal: list[np.ndarray] = field(default_factory=list)
     parallel: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
 
 
 def build_segments(m: Model) -> list[Segment]:
     segs: list[Segment] = []
+    seg_body: list[int] = []  # the body each segment was made for
     # each body's frame as (segment, rotation, origin) relative to that segment (-1: the world)
     frame: list[tuple[int, np.ndarray, np.ndarray]] = [(-1, np.eye(3), np.zeros(3))]
     for b in range(1, m.nbody):
@@ -92,6 +94,10 @@ def build_segments(m: Model) -> list[Segment]:
                 s = np.r_[axis, np.cross(anchor, axis)] if kind == "hinge" else np.r_[np.zeros(3), axis]
                 segs.append(Segment(cur, kind, [d], a, float(m.qpos0[a]), R, p, axis, anchor, S=[s]))
             cur, R, p = len(segs) - 1, np.eye(3), np.zeros(3)
+        for s in segs[len(seg_body) :]:
+            seg_body.append(b)
+            if s.parent < 0:  # a tree's root: its share of gravity (io checks the tree shares gravcomp)
+                s.gravity = 1.0 - float(m.body_gravcomp[b])
         frame.append((cur, R, p))
         if cur >= 0 and m.body_mass[b] > 0:
             _add_inertia(segs[cur], m, b, R, p)

@@ -54,6 +54,7 @@ class Model:
     body_ipos: np.ndarray  # (nbody, 3) center of mass in the body frame
     body_iquat: np.ndarray  # (nbody, 4) principal inertia frame in the body frame
     body_mass: np.ndarray  # (nbody,) kg
+    body_gravcomp: np.ndarray  # (nbody,) share of gravity compensated (MuJoCo's gravcomp), one per tree
     body_inertia: np.ndarray  # (nbody, 3) principal moments of inertia, kg m^2
     body_jntadr: np.ndarray  # (nbody,) first joint of the body, -1 if none
     body_jntnum: np.ndarray  # (nbody,)

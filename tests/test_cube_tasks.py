@@ -173,8 +173,29 @@ def test_a_blown_up_env_is_truncated_with_a_flag_and_reset_alone():
         False,
     ]
     assert torch.isfinite(obs).all() and torch.isfinite(reward).all()
+    assert info["_episode"].tolist() == [False, True, False] and info["episode"]["sim_error"][1]
     assert not u.scene.sim.rigid_solver.get_error_envs_mask().any()
     assert torch.allclose(u.cube.get_pos()[[0, 2]], q[[0, 2]], atol=1e-3)  # the others went on
+
+
+def test_end_effector_modes_keep_the_hand_above_ee_z_min_and_hold_it_down():
+    env = gym.make_vec(PUSH, num_envs=4, device="cpu", seed=0)
+    obs, _ = env.reset(seed=0)
+    env.unwrapped.cube.set_pos(torch.tensor([[0.75, 0.35, 0.025]]).repeat(4, 1))  # out of the way
+    z_min = env.unwrapped.cfg.arm.ee_z_min
+    down = torch.tensor([[0.0, 0.0, -1.0, 0.0]]).repeat(4, 1)
+    z, tilt = [], 0.0
+    for t in range(50):
+        obs, *_ = env.step(down)
+        z.append(obs[:, 18])
+        if t >= 10:  # the reset's joint noise tilts the hand up to ~10 deg; the IK rights it first
+            tilt = max(tilt, float(torch.rad2deg(torch.acos(-obs[:, 24])).max()))
+    z = torch.stack(z)
+    # arriving at 0.75 m/s the hand dips below for a step or two, then holds there (gravcomp: no sag)
+    assert float(z.min()) > z_min - 0.012, float(z.min())
+    settled = z[-10:]
+    assert float((settled - z_min).abs().max()) < 0.002, settled
+    assert tilt < 5.0, tilt
 
 
 def test_scripted_controller_lifts_the_cube_in_most_envs():

@@ -109,3 +109,50 @@ def test_bad_parameters_raise_and_change_nothing():
         cube.set_dofs_damping(-1.0 * torch.ones(6))
     torch.testing.assert_close(scene.sim.rigid_solver.t["body_inertial"], before)
     assert float(cube.get_dofs_damping().abs().max()) == 0.0
+
+
+def test_gravity_compensation_matches_mujoco_and_holds_the_arm_still():
+    from conftest import make_scene
+
+    scene, (_, franka) = make_scene(
+        sc.morphs.Plane(), sc.morphs.MJCF(file="franka_panda", gravcomp=1.0), n_envs=N
+    )
+    m, d = mj_reference(scene)
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_ACTUATION
+    assert np.all(m.body_gravcomp[1:] == 1.0)
+    rng = np.random.default_rng(2)
+    q, v = random_qpos(m, rng, N), rng.normal(0, 0.5, (N, m.nv))
+    solver = scene.sim.rigid_solver
+    solver.set_qpos(t32(q))
+    solver.set_qvel(t32(v))
+    franka.control_dofs_force(torch.zeros(m.nv))
+    out = {k: x.numpy() for k, x in solver.forward().items()}
+    for w in range(N):
+        d.qpos[:], d.qvel[:] = q[w], v[w]
+        mujoco.mj_forward(m, d)
+        bias = d.qfrc_bias - d.qfrc_gravcomp  # MuJoCo books gravcomp as a passive force
+        np.testing.assert_allclose(out["qfrc_bias"][w], bias, atol=5e-5 * np.abs(d.qfrc_bias).max())
+        np.testing.assert_allclose(out["qacc"][w], d.qacc_smooth, atol=5e-5 * np.abs(d.qacc_smooth).max())
+    # position control holding the current pose: without gravcomp the PD gains sag under the weight
+    held = t32(q)
+    solver.set_qvel(torch.zeros(N, m.nv))
+    franka.control_dofs_position(held[:, :9])
+    for _ in range(100):
+        scene.step()
+    assert float((franka.get_dofs_position() - held[:, :9]).abs().max()) < 1e-4
+
+
+def test_gravcomp_must_be_shared_by_a_tree():
+    path = os.path.join(ASSETS, "free_and_pendulum.xml")
+    spec = mujoco.MjSpec.from_file(path)
+    spec.body("link_b").gravcomp = 1.0
+    bad = os.path.join(os.path.dirname(path), "_gravcomp_mixed.xml")
+    with open(bad, "w") as f:
+        f.write(spec.to_xml())
+    try:
+        with pytest.raises(sc.errors.UnsupportedModelError, match="gravcomp"):
+            make_scene(sc.morphs.MJCF(file=bad))
+    finally:
+        os.remove(bad)
+    with pytest.raises(InvalidValueError, match="gravcomp"):
+        sc.morphs.MJCF(file="franka_panda", gravcomp=2.0)
