@@ -16,6 +16,8 @@ success threshold), for the comparison with Stable-Baselines3 PPO on it.
     python scripts/bench_train.py                        # FrankaReach, joint_delta, 2 cm
     python scripts/bench_train.py --matching --png reach_matching.png
     python scripts/bench_train.py --device cuda train.num_envs=4096
+    python scripts/bench_train.py --task WarpGym/FrankaPush-v0 --max-time 30 --target 0.8 --eval-every 60
+    python scripts/bench_train.py --task WarpGym/FrankaLift-v0 --max-time 30 --target 0.8 --eval-every 60
 """
 
 from __future__ import annotations
