@@ -22,7 +22,7 @@ between the fingertips, Franka's flange-to-TCP distance).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 
@@ -30,9 +30,9 @@ import sim_core as sc
 from sim_core.transforms import quat_conj, quat_mul, quat_rotate
 
 from .ik import dls_step
-from .vector_env import masked_assign
+from .vector_env import WarpVectorEnv, masked_assign
 
-__all__ = ["ArmConfig", "SimConfig", "FrankaArm", "CONTROL_MODES"]
+__all__ = ["ArmConfig", "SimConfig", "FrankaArm", "FrankaTaskEnv", "CONTROL_MODES"]
 
 CONTROL_MODES = ("joint_delta", "ee_delta", "ee_yaw_delta")
 ARM_ACTION_DIM = {"joint_delta": 7, "ee_delta": 3, "ee_yaw_delta": 4}
@@ -159,3 +159,42 @@ class FrankaArm:
         self.entity.control_dofs_position(q_all, envs_idx=mask, unsafe=True)
         masked_assign(self.joint_targets, mask, q)
         masked_assign(self.yaw_target, mask, 0.0)
+
+
+class FrankaTaskEnv(WarpVectorEnv):
+    """Base of the Franka tasks: the vector env over a scene holding the floor and the arm.
+
+    ``cfg`` is the task's validated config (``max_episode_steps``, ``control_mode``, ``sim``, ``arm``,
+    ``render``); the task adds its entities to ``self.scene``, then builds it with ``build_scene``.
+    """
+
+    def __init__(self, cfg: Any, num_envs: int, *, render_mode, render_envs_idx, **env_kw: Any):
+        super().__init__(num_envs, max_episode_steps=cfg.max_episode_steps, **env_kw)
+        self.cfg = cfg
+        self._set_render(render_mode, render_envs_idx, cfg.render, cfg.sim.dt * cfg.sim.decimation)
+        self.scene = sc.Scene(
+            sim_options=sc.SimOptions(dt=cfg.sim.dt, substeps=cfg.sim.substeps),
+            profiling_options=sc.ProfilingOptions(show_FPS=False),
+        )
+        self.arm = FrankaArm(self.scene, cfg.arm, cfg.control_mode)
+
+    @staticmethod
+    def fold(overrides: dict[str, Any], max_episode_steps: int | None, control_mode: str | None) -> dict:
+        """The config overrides with the constructor's ``max_episode_steps``/``control_mode`` folded in."""
+        extra = {"max_episode_steps": max_episode_steps, "control_mode": control_mode}
+        return {**overrides, **{k: v for k, v in extra.items() if v is not None}}
+
+    def build_scene(self) -> None:
+        self.scene.build(n_envs=self.num_envs, env_spacing=self.cfg.sim.env_spacing)
+        self.arm.on_build(self.num_envs)
+
+    def _apply_action(self, action: torch.Tensor) -> None:
+        self._prev_action.copy_(self.last_action)
+        self.last_action.copy_(action)
+        self.arm.apply(action, self._jac_hint())
+        for _ in range(self.cfg.sim.decimation):
+            self.scene.step()
+
+    def _jac_hint(self) -> torch.Tensor | None:
+        """The end effector's Jacobian at the current state if the task already has it."""
+        return None

@@ -60,9 +60,9 @@ import sim_core as sc
 from sim_core.transforms import quat_to_mat
 
 from .config import config_path, from_dict, merge, read_toml
-from .franka import N_ARM, ArmConfig, FrankaArm, SimConfig
+from .franka import N_ARM, ArmConfig, FrankaTaskEnv, SimConfig
 from .render import Marker, RenderConfig
-from .vector_env import WarpVectorEnv, masked_assign
+from .vector_env import masked_assign
 
 __all__ = ["FrankaLiftEnv", "FrankaPushEnv", "CubeTaskConfig", "OBS_DIM"]
 
@@ -140,10 +140,9 @@ def _tanh_kernel(d: torch.Tensor, std: float) -> torch.Tensor:
     return 1.0 - torch.tanh(d / std)
 
 
-class _CubeTaskEnv(WarpVectorEnv):
+class _CubeTaskEnv(FrankaTaskEnv):
     """The arm, a free cube and a goal; the tasks differ in goals, rewards and success."""
 
-    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["rgb_array"]}
     step_noise_dim = 2 * N_ARM + 3
     task: str = ""
     default_config: str = ""
@@ -163,36 +162,27 @@ class _CubeTaskEnv(WarpVectorEnv):
         render_envs_idx: list[int] | None = None,
         **overrides: Any,
     ):
-        if max_episode_steps is not None:
-            overrides["max_episode_steps"] = max_episode_steps
-        if control_mode is not None:
-            overrides["control_mode"] = control_mode
+        overrides = self.fold(overrides, max_episode_steps, control_mode)
         cfg = load_cube_config(config or self.default_config, overrides)
         _check_ranges(cfg)
         super().__init__(
+            cfg,
             num_envs,
             device=device,
-            max_episode_steps=cfg.max_episode_steps,
             autoreset_mode=autoreset_mode,
             seed=seed,
             validate_actions=validate_actions,
+            render_mode=render_mode,
+            render_envs_idx=render_envs_idx,
         )
-        self.cfg = cfg
-        self._set_render(render_mode, render_envs_idx, cfg.render, cfg.sim.dt * cfg.sim.decimation)
         self.reset_noise_dim = N_ARM + 3 + 3 + 5  # arm, cube xy + yaw, goal, randomization
-        self.scene = sc.Scene(
-            sim_options=sc.SimOptions(dt=cfg.sim.dt, substeps=cfg.sim.substeps),
-            profiling_options=sc.ProfilingOptions(show_FPS=False),
-        )
-        self.arm = FrankaArm(self.scene, cfg.arm, cfg.control_mode)
         c = cfg.cube
         x0 = 0.5 * (c.spawn_low[0] + c.spawn_high[0])
         self.cube = self.scene.add_entity(
             sc.morphs.Box(size=(c.size,) * 3, pos=(x0, 0.0, c.size / 2)),
             material=sc.materials.Rigid(rho=c.density, friction=c.friction),
         )
-        self.scene.build(n_envs=self.num_envs, env_spacing=cfg.sim.env_spacing)
-        self.arm.on_build(self.num_envs)
+        self.build_scene()
         n, dev = self.num_envs, self.device
         e = self.arm.entity
         self._kp0, self._kv0 = e.get_dofs_kp()[0].clone(), e.get_dofs_kv()[0].clone()
@@ -253,12 +243,8 @@ class _CubeTaskEnv(WarpVectorEnv):
         raise NotImplementedError
 
     # ---- step ---------------------------------------------------------------------------------------
-    def _apply_action(self, action: torch.Tensor) -> None:
-        self._prev_action.copy_(self.last_action)
-        self.last_action.copy_(action)
-        self.arm.apply(action, self._jac)  # the Jacobian of the last observation: the same state
-        for _ in range(self.cfg.sim.decimation):
-            self.scene.step()
+    def _jac_hint(self) -> torch.Tensor | None:
+        return self._jac  # the last observation's: the state has not changed since
 
     def _observe(self, noise: torch.Tensor) -> torch.Tensor:
         cfg, arm, e = self.cfg, self.arm, self.arm.entity

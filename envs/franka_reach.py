@@ -30,12 +30,10 @@ import torch
 import warp as wp
 from gymnasium.vector import AutoresetMode
 
-import sim_core as sc
-
 from .config import config_path, from_dict, merge, read_toml
-from .franka import N_ARM, ArmConfig, FrankaArm, SimConfig
+from .franka import N_ARM, ArmConfig, FrankaTaskEnv, SimConfig
 from .render import Marker, RenderConfig
-from .vector_env import WarpVectorEnv, masked_assign
+from .vector_env import masked_assign
 
 __all__ = ["FrankaReachEnv", "ReachConfig", "ReachRewardConfig", "ObsNoiseConfig"]
 
@@ -134,7 +132,7 @@ def _reach_kernel(
     distance[e] = d
 
 
-class FrankaReachEnv(WarpVectorEnv):
+class FrankaReachEnv(FrankaTaskEnv):
     """Batched FrankaReach (see the module docstring).
 
     Args:
@@ -146,7 +144,6 @@ class FrankaReachEnv(WarpVectorEnv):
         **overrides: config keys to override, tables as dicts: ``reward={"success_bonus": 5.0}``.
     """
 
-    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["rgb_array"]}
     step_noise_dim = 2 * N_ARM
 
     def __init__(
@@ -164,29 +161,19 @@ class FrankaReachEnv(WarpVectorEnv):
         render_envs_idx: list[int] | None = None,
         **overrides: Any,
     ):
-        if max_episode_steps is not None:
-            overrides["max_episode_steps"] = max_episode_steps
-        if control_mode is not None:
-            overrides["control_mode"] = control_mode
-        cfg = load_reach_config(config, overrides)
+        cfg = load_reach_config(config, self.fold(overrides, max_episode_steps, control_mode))
         super().__init__(
+            cfg,
             num_envs,
             device=device,
-            max_episode_steps=cfg.max_episode_steps,
             autoreset_mode=autoreset_mode,
             seed=seed,
             validate_actions=validate_actions,
+            render_mode=render_mode,
+            render_envs_idx=render_envs_idx,
         )
-        self.cfg = cfg
-        self._set_render(render_mode, render_envs_idx, cfg.render, cfg.sim.dt * cfg.sim.decimation)
         self.reset_noise_dim = N_ARM + 3
-        self.scene = sc.Scene(
-            sim_options=sc.SimOptions(dt=cfg.sim.dt, substeps=cfg.sim.substeps),
-            profiling_options=sc.ProfilingOptions(show_FPS=False),
-        )
-        self.arm = FrankaArm(self.scene, cfg.arm, cfg.control_mode)
-        self.scene.build(n_envs=self.num_envs, env_spacing=cfg.sim.env_spacing)
-        self.arm.on_build(self.num_envs)
+        self.build_scene()
         dev, n = self.device, self.num_envs
         self._target_low = torch.tensor(cfg.target_low, dtype=torch.float32, device=dev)
         self._target_span = torch.tensor(cfg.target_high, dtype=torch.float32, device=dev) - self._target_low
@@ -238,13 +225,6 @@ class FrankaReachEnv(WarpVectorEnv):
         masked_assign(self.target_pos, mask, self._target_low + self._target_span * noise[:, N_ARM : N_ARM + 3])
         masked_assign(self.last_action, mask, 0.0)
         masked_assign(self._prev_action, mask, 0.0)
-
-    def _apply_action(self, action: torch.Tensor) -> None:
-        self._prev_action.copy_(self.last_action)
-        self.last_action.copy_(action)
-        self.arm.apply(action)
-        for _ in range(self.cfg.sim.decimation):
-            self.scene.step()
 
     def _observe(self, noise: torch.Tensor) -> torch.Tensor:
         """One recorded kernel launch computes the observation and the step's reward terms (kept for

@@ -105,6 +105,9 @@ class ContactData:
     act: wp.array2d(dtype=wp.int32)  # (nworld, max_contacts) the active rows
     sysm: wp.array3d(dtype=wp.float32)  # (nworld, max_contacts, max_contacts) active rows' system
     sysb: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) its right-hand side, then solution
+    rhs: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) scratch of the triangular solves
+    perm: wp.array2d(dtype=wp.int32)  # (nworld, max_contacts) the factor's row order
+    nact: wp.array(dtype=wp.int32)  # (nworld,) active rows the factor in sysm is for; -1: stale
     scale: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) the system's diagonal scaling
     lnew: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal impulses of a round
     trees: wp.array2d(dtype=wp.vec4i)  # (nworld, max_contacts) dof ranges [a0, a1), [b0, b1) it touches
@@ -222,9 +225,11 @@ RIGID_REG = 1.0e-4  # regularization of rigid normal rows, relative to their dia
 def _solve_normals(cd: ContactData, w: int, nc: int) -> float:
     """All normal impulses of env ``w`` at once, the friction impulses held: an active-set solve
     (each row inactive with ``lam = 0``, soft, or held at its depth cap) of the mixed
-    complementarity problem, by Gaussian elimination on the active rows; one row changes state per
-    round, the first that contradicts the solution (Murty's least-index rule, which cannot cycle in
-    exact arithmetic; after 4 nc + 4 rounds the last solution stands, negative impulses clipped).
+    complementarity problem, by an LU factor of the active rows' system (kept while the active set
+    stays, so the rounds of friction and normals in a substep mostly reuse it); one row changes
+    state per round, the first that contradicts the solution (Murty's least-index rule, which cannot
+    cycle in exact arithmetic; after 4 nc + 4 rounds the last solution stands, negative impulses
+    clipped).
     Exact where projected Gauss-Seidel would need thousands of sweeps: a light cube pressed by a
     heavy arm into the floor. Applies the change to ``vel``; returns the largest velocity change."""
     for i in range(nc):  # u0: normal velocity without any normal impulse
@@ -232,39 +237,25 @@ def _solve_normals(cd: ContactData, w: int, nc: int) -> float:
         for j in range(nc):
             u -= cd.wnn[w, i, j] * cd.lam[w, j][0]
         cd.u0[w, i] = u
+        st = cd.state[w, i]
         if cd.lam[w, i][0] <= 0.0:
-            cd.state[w, i] = INACTIVE
-        elif cd.state[w, i] == INACTIVE:
-            cd.state[w, i] = SOFT
+            st = INACTIVE
+        elif st == INACTIVE:
+            st = SOFT
+        if st != cd.state[w, i]:
+            cd.state[w, i] = st
+            cd.nact[w] = -1  # another active set: the factor is stale
     eps = 1.0e-4  # m/s (1 um per step at dt = 0.01): float32 round-off must not flip a row
     eps_lam = 1.0e-6  # N s
     for _round in range(4 * nc + 4):
-        k = int(0)  # the active rows, in order, as a k x k system
-        for i in range(nc):
-            if cd.state[w, i] != INACTIVE:
-                cd.act[w, k] = i
-                k += 1
-        for r in range(k):
+        if cd.nact[w] < 0:  # factor the active rows' system once per active set
+            _factor_active(cd, w, nc)
+        k = cd.nact[w]
+        for r in range(k):  # right-hand side: each active row's target velocity, scaled
             i = cd.act[w, r]
-            for q in range(k):
-                cd.sysm[w, r, q] = cd.wnn[w, i, cd.act[w, q]]
-            # rigid rows get a tiny regularization: coplanar contacts (a box's four corners, on both
-            # faces of a cube in a stack) are redundant, and the system would be singular
-            if cd.state[w, i] == SOFT:
-                cd.sysm[w, r, r] = cd.sysm[w, r, r] + wp.max(cd.reg[w, i], RIGID_REG * cd.wnn[w, i, i])
-                cd.sysb[w, r] = cd.uref[w, i] - cd.u0[w, i]
-            else:
-                cd.sysm[w, r, r] = cd.sysm[w, r, r] * (1.0 + RIGID_REG)
-                cd.sysb[w, r] = cd.umin[w, i] - cd.u0[w, i]
-        # symmetric diagonal scaling first: an arm's rows weigh ~1e4 times less than a cube's, too
-        # wide a spread for float32 elimination unscaled
-        for r in range(k):
-            cd.scale[w, r] = 1.0 / wp.sqrt(wp.max(cd.sysm[w, r, r], 1.0e-20))
-        for r in range(k):
-            for q in range(k):
-                cd.sysm[w, r, q] = cd.sysm[w, r, q] * cd.scale[w, r] * cd.scale[w, q]
-            cd.sysb[w, r] = cd.sysb[w, r] * cd.scale[w, r]
-        _gauss(cd.sysm, cd.sysb, w, k)
+            target = wp.where(cd.state[w, i] == SOFT, cd.uref[w, i], cd.umin[w, i])
+            cd.sysb[w, r] = (target - cd.u0[w, i]) * cd.scale[w, r]
+        _lu_solve(cd.sysm, cd.perm, cd.sysb, cd.rhs, w, k)
         for i in range(nc):
             cd.lnew[w, i] = 0.0
         for r in range(k):
@@ -288,6 +279,7 @@ def _solve_normals(cd: ContactData, w: int, nc: int) -> float:
                     st = CAPPED
             if st != cd.state[w, i]:
                 cd.state[w, i] = st
+                cd.nact[w] = -1
                 settled = 0
                 break
         if settled == 1:
@@ -303,9 +295,42 @@ def _solve_normals(cd: ContactData, w: int, nc: int) -> float:
 
 
 @wp.func
-def _gauss(m: wp.array3d(dtype=wp.float32), b: wp.array2d(dtype=wp.float32), w: int, k: int):
-    """Solve ``m[w, :k, :k] x = b[w, :k]`` in place (``b`` becomes x): Gaussian elimination with
-    partial pivoting; a zero pivot leaves that unknown at 0."""
+def _factor_active(cd: ContactData, w: int, nc: int):
+    """The active rows (``cd.act``, ``cd.nact``) and the LU factor of their system (``cd.sysm``,
+    ``cd.perm``): the normal rows' block of W plus each row's regularization, scaled symmetrically by
+    its diagonal first (an arm's rows weigh ~1e4 times less than a cube's, too wide a spread for
+    float32 elimination unscaled; ``cd.scale``)."""
+    k = int(0)
+    for i in range(nc):
+        if cd.state[w, i] != INACTIVE:
+            cd.act[w, k] = i
+            k += 1
+    for r in range(k):
+        i = cd.act[w, r]
+        for q in range(k):
+            cd.sysm[w, r, q] = cd.wnn[w, i, cd.act[w, q]]
+        # rigid rows get a tiny regularization: coplanar contacts (a box's four corners, on both
+        # faces of a cube in a stack) are redundant, and the system would be singular
+        if cd.state[w, i] == SOFT:
+            cd.sysm[w, r, r] = cd.sysm[w, r, r] + wp.max(cd.reg[w, i], RIGID_REG * cd.wnn[w, i, i])
+        else:
+            cd.sysm[w, r, r] = cd.sysm[w, r, r] * (1.0 + RIGID_REG)
+    for r in range(k):
+        cd.scale[w, r] = 1.0 / wp.sqrt(wp.max(cd.sysm[w, r, r], 1.0e-20))
+    for r in range(k):
+        for q in range(k):
+            cd.sysm[w, r, q] = cd.sysm[w, r, q] * cd.scale[w, r] * cd.scale[w, q]
+    _lu_factor(cd.sysm, cd.perm, w, k)
+    cd.nact[w] = k
+
+
+@wp.func
+def _lu_factor(m: wp.array3d(dtype=wp.float32), perm: wp.array2d(dtype=wp.int32), w: int, k: int):
+    """``m[w, :k, :k]`` = its LU factor in place by Gaussian elimination with partial pivoting (the
+    multipliers below the diagonal, rows swapped as pivoted, ``perm[w, r]``: the original row now at
+    r); a zero pivot leaves its column uneliminated (that unknown is then 0)."""
+    for r in range(k):
+        perm[w, r] = r
     for col in range(k):
         piv = col
         for r in range(col + 1, k):
@@ -316,21 +341,42 @@ def _gauss(m: wp.array3d(dtype=wp.float32), b: wp.array2d(dtype=wp.float32), w: 
                 tmp = m[w, col, q]
                 m[w, col, q] = m[w, piv, q]
                 m[w, piv, q] = tmp
-            tmp = b[w, col]
-            b[w, col] = b[w, piv]
-            b[w, piv] = tmp
+            t = perm[w, col]
+            perm[w, col] = perm[w, piv]
+            perm[w, piv] = t
         p = m[w, col, col]
         if wp.abs(p) < 1.0e-12:
+            for r in range(col + 1, k):
+                m[w, r, col] = 0.0
             continue
         for r in range(col + 1, k):
             f = m[w, r, col] / p
+            m[w, r, col] = f
             if f != 0.0:
-                for q in range(col, k):
+                for q in range(col + 1, k):
                     m[w, r, q] = m[w, r, q] - f * m[w, col, q]
-                b[w, r] = b[w, r] - f * b[w, col]
+
+
+@wp.func
+def _lu_solve(
+    m: wp.array3d(dtype=wp.float32),
+    perm: wp.array2d(dtype=wp.int32),
+    b: wp.array2d(dtype=wp.float32),
+    y: wp.array2d(dtype=wp.float32),
+    w: int,
+    k: int,
+):
+    """``b[w, :k]`` = the solution of the system ``_lu_factor`` factored, for right-hand side ``b``
+    (``y``: scratch). The same operations, in the same order, as eliminating ``b`` along with the
+    matrix: a factor reused for a new right-hand side gives bit for bit the same solution."""
+    for r in range(k):
+        x = b[w, perm[w, r]]
+        for c in range(r):
+            x -= m[w, r, c] * y[w, c]
+        y[w, r] = x
     for rr in range(k):
         r = k - 1 - rr
-        x = b[w, r]
+        x = y[w, r]
         for q in range(r + 1, k):
             x -= m[w, r, q] * b[w, q]
         p = m[w, r, r]
@@ -520,6 +566,7 @@ def solve_contacts(
             _limit_row(cm, cd, w, nrow, d, cd.lim_side[w, k], cd.lim_tgt[w, k])
             nrow += 1
     _normal_matrix(cd, w, nrow)
+    cd.nact[w] = -1  # a new matrix: no factor yet
     for _it in range(iterations):
         change = float(0.0)
         for c in range(nc):  # friction, the normal impulses held
@@ -642,10 +689,12 @@ def make_contact_data(
     cd.wblk = z((nworld, rows), wp.mat33)
     cd.wnn = z((nworld, rows, rows))
     cd.sysm = z((nworld, rows, rows))
-    for name in ("u0", "sysb", "scale", "lnew", "uref", "umin", "reg", "mu"):
+    for name in ("u0", "sysb", "rhs", "scale", "lnew", "uref", "umin", "reg", "mu"):
         setattr(cd, name, z((nworld, rows)))
     cd.state = z((nworld, rows), wp.int32)
     cd.act = z((nworld, rows), wp.int32)
+    cd.perm = z((nworld, rows), wp.int32)
+    cd.nact = wp.full(nworld, -1, dtype=wp.int32, device=device)
     cd.trees = z((nworld, rows), wp.vec4i)
     cd.lam = z((nworld, rows), wp.vec3)
     cd.lam_geom = wp.full((nworld, rows), wp.vec2i(-1, -1), dtype=wp.vec2i, device=device)

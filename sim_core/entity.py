@@ -389,6 +389,7 @@ class RigidEntity:
         self._set_gain("dof_damping", damping, "damping", dofs_idx_local, envs_idx, unsafe)
 
     def get_dofs_damping(self, dofs_idx_local=None, envs_idx=None) -> torch.Tensor:
+        """Joint damping, ``([n_envs,] n_selected_dofs)``."""
         return self._get("dof_damping", dofs_idx_local, envs_idx)
 
     def _set_gain(self, field, value, name, dofs_idx_local, envs_idx, unsafe=False):
