@@ -160,7 +160,8 @@ class Runner:
                     torch.where(ended, ep["l"].float(), 0.0).sum(),
                     (ended & ep["success"]).float().sum(),
                     ended.float().sum(),
-                    (ended & ep["sim_error"]).float().sum(),
+                    # sim-error endings, from envs that report them (WarpVectorEnv does)
+                    (ended & ep["sim_error"]).float().sum() if "sim_error" in ep else self._stats.new_zeros(()),
                 ]
             )
         self._obs = obs
