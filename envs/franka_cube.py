@@ -136,7 +136,8 @@ def load_cube_config(config: str, overrides: dict[str, Any] | None = None) -> Cu
     return from_dict(CubeTaskConfig, merge(read_toml(config_path(config)).get("env", {}), overrides), "env")
 
 
-def _tanh_kernel(d: torch.Tensor, std: float) -> torch.Tensor:
+def _closeness(d: torch.Tensor, std: float) -> torch.Tensor:
+    """``t(d, std) = 1 - tanh(d / std)``: 1 at distance 0, falling off over ``std``."""
     return 1.0 - torch.tanh(d / std)
 
 
@@ -144,7 +145,6 @@ class _CubeTaskEnv(FrankaTaskEnv):
     """The arm, a free cube and a goal; the tasks differ in goals, rewards and success."""
 
     step_noise_dim = 2 * N_ARM + 3
-    task: str = ""
     default_config: str = ""
 
     def __init__(
@@ -340,7 +340,7 @@ class FrankaLiftEnv(_CubeTaskEnv):
         success = hold >= self.cfg.hold_steps
         grasped = s["grasped"].float()
         reward = (
-            w.reach * _tanh_kernel(d_reach, w.reach_std)
+            w.reach * _closeness(d_reach, w.reach_std)
             + w.grasp * grasped
             + w.lift * grasped * progress
             + w.success_bonus * success.float()
@@ -369,8 +369,8 @@ class FrankaPushEnv(_CubeTaskEnv):
         lifted = cube[:, 2] > 0.5 * s["cube_size"] + 0.01
         success = (d_goal < self.cfg.goal_radius) & ~lifted
         reward = (
-            w.reach * _tanh_kernel(d_reach, w.reach_std)
-            + w.push * _tanh_kernel(d_goal, w.push_std)
+            w.reach * _closeness(d_reach, w.reach_std)
+            + w.push * _closeness(d_goal, w.push_std)
             + w.lifted * lifted.float()
             + w.success_bonus * success.float()
             + self._penalties(s)
