@@ -26,7 +26,9 @@ step has already projected the velocities onto the limits), so contacts cannot p
   tangential velocity zero, so objects at rest on a slope stick without creep. When the impulse
   that would stop the contact lies outside the cone, the contact slides and gets the full
   ``mu lam_n`` against its slip velocity (maximal dissipation; projecting that impulse radially
-  onto the cone instead tilts the friction of a sliding box's corners and under-brakes it by ~7%).
+  onto the cone instead tilts the friction of a sliding box's corners and under-brakes it by ~7%);
+  below 1 cm/s of slip, whose direction is then mostly round-off of the iteration, the radial
+  projection.
   ``mu`` is the larger of the two geoms' sliding friction, as in MuJoCo.
 
 Solution: all normal and limit rows together by an active-set method on their block of ``W``
@@ -218,6 +220,7 @@ def _normal_matrix(cd: ContactData, w: int, nc: int):
 
 
 INACTIVE, SOFT, CAPPED = 0, 1, 2
+SLIP_DIRECTION_MIN = 1.0e-2  # m/s: slower slip takes the radially projected stick impulse
 RIGID_REG = 1.0e-4  # regularization of rigid normal rows, relative to their diagonal of W
 
 
@@ -584,7 +587,10 @@ def solve_contacts(
             limit = cd.mu[w, c] * lam[0]
             if norm > limit:  # sliding: full friction against the slip velocity (maximal dissipation)
                 slip = wp.sqrt(u[1] * u[1] + u[2] * u[2])
-                if slip > 1.0e-6:
+                # below SLIP_DIRECTION_MIN the slip's direction is mostly this round's residual: the
+                # full impulse along it made the rounds of a cube crushed between hand and floor
+                # oscillate; the stick impulse's radial projection onto the cone does not
+                if slip > SLIP_DIRECTION_MIN:
                     l1 = -limit * u[1] / slip
                     l2 = -limit * u[2] / slip
                 else:
