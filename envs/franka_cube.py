@@ -38,7 +38,9 @@ distances in m, ``t(x, s) = 1 - tanh(x / s)``)::
     push: reach * t(d_ee_behind, reach_std) + push * t(d_cube_goal, push_std) + lifted * lifted
           + success_bonus * success + action_rate * |a - a_prev|^2 + joint_vel * |qd|^2
 
-``grasped``: both finger pads press on the cube (contact normal force > 0.1 N at the last substep).
+``grasped``: both finger pads squeeze the cube toward each other (each pad's contact force on it at
+least 0.5 N along the fingers' closing direction and within 60 degrees of it, at the last substep;
+pads pressing down on its top do not count).
 ``progress``: the cube's rise toward the goal height, clipped to [0, 1]. ``d_ee_behind``: from the
 end effector to the point just behind the cube on the side away from the goal, at its height.
 
@@ -50,6 +52,7 @@ draws the cube at its built size.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -67,7 +70,8 @@ from .vector_env import masked_assign
 __all__ = ["FrankaLiftEnv", "FrankaPushEnv", "CubeTaskConfig", "OBS_DIM"]
 
 OBS_DIM = 49  # without the last action
-GRASP_FORCE = 0.1  # N: a finger pad presses on the cube
+GRASP_FORCE = 0.5  # N: a finger pad squeezes the cube at least this hard along the closing direction
+GRASP_ANGLE = math.radians(60.0)  # ... and its force on the cube is within this of that direction
 
 
 @dataclass(frozen=True)
@@ -189,8 +193,8 @@ class _CubeTaskEnv(FrankaTaskEnv):
         self._damping0 = e.get_dofs_damping()[0].clone()
         solver = self.scene.sim.rigid_solver
         body = torch.as_tensor(solver.model.mjmodel.geom_bodyid, device=dev)
-        pads = [e.get_link("left_finger").idx, e.get_link("right_finger").idx]
-        self._pad_geoms = [torch.nonzero(body == b).reshape(-1) for b in pads]
+        self._fingers = [e.get_link("left_finger"), e.get_link("right_finger")]
+        self._pad_geoms = [torch.nonzero(body == f.idx).reshape(-1) for f in self._fingers]
         self._cube_geom = self.cube.geoms_idx[0]
         self._spawn_low = torch.tensor(c.spawn_low, device=dev)
         self._spawn_span = torch.tensor(c.spawn_high, device=dev) - self._spawn_low
@@ -290,14 +294,24 @@ class _CubeTaskEnv(FrankaTaskEnv):
         return obs
 
     def _grasped(self) -> torch.Tensor:
-        """(num_envs,) bool: both finger pads press on the cube (last substep's contact forces)."""
+        """(num_envs,) bool: each finger pad squeezes the cube toward the other finger (last
+        substep's contact forces): the pad's summed force on the cube is at least ``GRASP_FORCE``
+        along the closing direction and within ``GRASP_ANGLE`` of it. Pads pressing on the cube's top
+        face (a closed hand pushing down on it) do not count."""
         tc = self.scene.sim.rigid_solver.tc
-        valid = torch.arange(tc["geom"].shape[1], device=self.device)[None, :] < tc["count"][:, None]
-        pressing = valid & (tc["force"][..., 0] > GRASP_FORCE)
-        geom = tc["geom"]
-        with_cube = (geom == self._cube_geom).any(-1) & pressing
-        touches = [(with_cube & torch.isin(geom, pad).any(-1)).any(1) for pad in self._pad_geoms]
-        return touches[0] & touches[1]
+        geom, fn = tc["geom"], tc["force"][..., 0]  # (n, C, 2); (n, C) normal force on geom2, N
+        valid = torch.arange(geom.shape[1], device=self.device)[None, :] < tc["count"][:, None]
+        # +1 / -1: the cube is geom2 / geom1 (the normal points from geom1 to geom2), 0: not in it
+        side = (geom[..., 1] == self._cube_geom).float() - (geom[..., 0] == self._cube_geom).float()
+        on_cube = (valid * side * fn)[..., None] * tc["normal"]  # (n, C, 3) force on the cube, N
+        closing = self._fingers[1].get_pos() - self._fingers[0].get_pos()  # left to right finger
+        closing = closing / closing.norm(dim=1, keepdim=True).clamp_min(1e-6)
+        grasped = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
+        for pad, sign in zip(self._pad_geoms, (1.0, -1.0), strict=True):
+            force = (on_cube * torch.isin(geom, pad).any(-1)[..., None]).sum(1)  # (n, 3) from this pad
+            along = sign * (force * closing).sum(1)
+            grasped &= (along >= GRASP_FORCE) & (along >= math.cos(GRASP_ANGLE) * force.norm(dim=1))
+        return grasped
 
     def rewards(self, s: dict[str, torch.Tensor], hold: torch.Tensor) -> tuple:
         """``(reward, success, out_of_workspace, info, hold)`` of a step from the state terms ``s``,
