@@ -41,13 +41,14 @@ distances in m, ``t(x, s) = 1 - tanh(x / s)``)::
 ``grasped``: both finger pads squeeze the cube toward each other (each pad's contact force on it at
 least 0.5 N along the fingers' closing direction and within 60 degrees of it, at the last substep;
 pads pressing down on its top do not count).
-``progress``: the cube's rise toward the goal height, clipped to [0, 1]. ``d_ee_behind``: from the
-end effector to the point just behind the cube on the side away from the goal, at its height.
+``progress``: the cube's rise toward ``lift_margin`` above the goal height, clipped to [0, 1] (a
+policy paid up to the goal height alone hovers right at it, and a millimetre of sag fails it).
+``d_ee_behind``: from the end effector to the point just behind the cube on the side away from the
+goal, at its height.
 
 Domain randomization (``[env.randomization]``), drawn per env at every reset through per-env model
 parameters: cube mass, edge length and friction, joint damping (scale of the model's), PD gains
-(scale of the model's kp and kv). Observation noise per step: ``[env.obs_noise]``. The renderer
-draws the cube at its built size.
+(scale of the model's kp and kv). Observation noise per step: ``[env.obs_noise]``.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ class RewardConfig:
     success_bonus: float  # added on every step that is a success
     grasp: float = 0.0  # lift: weight of grasped
     lift: float = 0.0  # lift: weight of grasped * progress
+    lift_margin: float = 0.0  # lift: progress is full this far above the goal height, m
     push: float = 0.0  # push: weight of t(d_cube_goal, push_std)
     push_std: float = 0.1  # m
     lifted: float = 0.0  # push: weight of the cube being off the floor (a penalty: < 0)
@@ -349,7 +351,7 @@ class FrankaLiftEnv(_CubeTaskEnv):
         w = self.cfg.reward
         z, rest = s["cube_pos"][:, 2], 0.5 * s["cube_size"]
         d_reach = (s["cube_pos"] - s["ee"]).norm(dim=1)
-        progress = ((z - rest) / (s["goal"][:, 2] - rest)).clamp(0.0, 1.0)
+        progress = ((z - rest) / (s["goal"][:, 2] + w.lift_margin - rest)).clamp(0.0, 1.0)
         hold = torch.where(z >= s["goal"][:, 2], hold + 1, 0).to(torch.int32)
         success = hold >= self.cfg.hold_steps
         grasped = s["grasped"].float()

@@ -12,6 +12,7 @@ without a GPU or display: Debian's ``libosmesa6``; ``egl`` where an NVIDIA devic
 
 from __future__ import annotations
 
+import copy
 import importlib
 import os
 from dataclasses import dataclass
@@ -77,7 +78,7 @@ class SceneRenderer:
 
     def __init__(self, scene, cfg: RenderConfig):
         self.scene, self.cfg = scene, cfg
-        self.model = scene.mjmodel
+        self.model = copy.copy(scene.mjmodel)  # its geom sizes are set per env drawn
         self.data = mujoco.MjData(self.model)
         _ensure_headless_backend()
         try:
@@ -91,13 +92,17 @@ class SceneRenderer:
         """``(height, width, 3)`` uint8 image of the envs in ``envs_idx`` (a list of indices)."""
         solver = self.scene.sim.rigid_solver
         idx = torch.as_tensor(list(envs_idx), dtype=torch.long, device=solver.device)
-        qpos = solver.t["qpos"][idx].detach().cpu().numpy().astype(np.float64)  # (k, nq): the one copy
+        qpos = solver.t["qpos"][idx].detach().cpu().numpy().astype(np.float64)  # (k, nq)
+        has_sizes = solver.contacts is not None  # per-env geom sizes live with the contact buffers
+        sizes = solver.tc["geom_size"][idx].cpu().numpy() if has_sizes else None  # (k, ngeom, 3)
         offsets = self.scene.envs_offset[idx].cpu().numpy() if len(idx) > 1 else np.zeros((1, 3))
         offsets = offsets - offsets.mean(axis=0)
         marker_pos = [m.pos[idx].detach().cpu().numpy() for m in markers]
         scn = self.renderer.scene
         for k in range(len(idx)):
             self.data.qpos[:] = qpos[k]
+            if sizes is not None:  # per-env sizes (``set_size``)
+                self.model.geom_size[:] = sizes[k]
             mujoco.mj_kinematics(self.model, self.data)
             if k == 0:
                 self._set_camera(offsets)

@@ -75,18 +75,28 @@ def _state(n, **kw):
 def test_lift_reward_terms_and_success_on_hand_built_states():
     env = gym.make_vec(LIFT, num_envs=3, device="cpu", seed=0).unwrapped
     w, hold_steps = env.cfg.reward, env.cfg.hold_steps
-    # env 0: at the cube, not grasped; env 1: grasped, half way up; env 2: grasped, at the goal
-    cube = torch.tensor([[0.5, 0.0, 0.025], [0.5, 0.0, 0.0875], [0.5, 0.0, 0.15]])
-    s = _state(3, cube_pos=cube, ee=cube.clone(), grasped=torch.tensor([False, True, True]))
-    hold = torch.tensor([0, hold_steps - 1, hold_steps - 1], dtype=torch.int32)
+    # goal height 0.15, progress full at 0.15 + lift_margin. env 0: at the cube, not grasped;
+    # env 1: grasped, half way up to full progress; env 2: grasped, at the goal height; env 3:
+    # grasped, at full progress
+    top = 0.15 + w.lift_margin
+    z = [0.025, 0.025 + 0.5 * (top - 0.025), 0.15, top]
+    cube = torch.tensor([[0.5, 0.0, zi] for zi in z])
+    s = _state(4, cube_pos=cube, ee=cube.clone(), grasped=torch.tensor([False, True, True, True]))
+    hold = torch.tensor([0] + [hold_steps - 1] * 3, dtype=torch.int32)
     reward, success, out, info, hold = env.rewards(s, hold)
+    at_goal = (0.15 - 0.025) / (top - 0.025)
     expected = torch.tensor(
-        [w.reach, w.reach + w.grasp + 0.5 * w.lift, w.reach + w.grasp + w.lift + w.success_bonus]
+        [
+            w.reach,
+            w.reach + w.grasp + 0.5 * w.lift,
+            w.reach + w.grasp + at_goal * w.lift + w.success_bonus,
+            w.reach + w.grasp + w.lift + w.success_bonus,
+        ]
     )
     torch.testing.assert_close(reward, expected)
-    assert success.tolist() == [False, False, True] and hold.tolist() == [0, 0, hold_steps]
+    assert success.tolist() == [False, False, True, True] and hold.tolist() == [0, 0, hold_steps, hold_steps]
     assert not out.any()
-    torch.testing.assert_close(info["cube_height"], torch.tensor([0.0, 0.0625, 0.125]))
+    torch.testing.assert_close(info["cube_height"], torch.tensor(z) - 0.025)
     # the penalties, and a reach term that decays with distance; the cube off the table ends it
     far = _state(1, ee=torch.tensor([[0.5, 0.0, 0.125]]), action_rate=torch.tensor([2.0]))
     far["cube_pos"] = torch.tensor([[1.2, 0.0, 0.025]])

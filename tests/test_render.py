@@ -102,3 +102,21 @@ def test_every_registered_task_renders(task):
     env.reset(seed=0)
     image = env.render()
     assert image.shape == (120, 160, 3) and image.dtype == np.uint8 and image.std() > 5
+
+
+def test_a_cube_is_drawn_at_its_per_env_size():
+    env = gym.make_vec(
+        "WarpGym/FrankaLift-v0", num_envs=2, render_mode="rgb_array", render_envs_idx=[0], **SMALL
+    )
+    env.reset(seed=0)
+    cube = env.unwrapped.cube
+    cube.set_size(torch.tensor([[0.02] * 3, [0.05] * 3]))
+    try:
+        small = env.render().astype(int)
+    except RenderUnavailableError as e:
+        pytest.skip(str(e))
+    cube.set_size(torch.tensor([0.05] * 3), envs_idx=[0])
+    large = env.render().astype(int)
+    assert (np.abs(large - small).sum(-1) > 30).sum() > 20
+    cube.set_size(torch.tensor([0.02] * 3), envs_idx=[0])
+    assert np.array_equal(env.render().astype(int), small)  # the size drawn is the env's, nothing kept
