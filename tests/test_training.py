@@ -166,8 +166,14 @@ def test_multi_gpu_launcher_on_cpu_workers(tmp_path):
 def test_ctrl_c_saves_a_checkpoint(tmp_path):
     args = ["-m", "training", "train", "--num-envs", "16", "--max-iterations", "100000", "--device", "cpu"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # a test run started in the background inherits SIGINT ignored, and so would the trainer
     proc = subprocess.Popen(
-        [sys.executable, *args, "--logdir", str(tmp_path)], stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT
+        [sys.executable, *args, "--logdir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     for line in proc.stdout:  # wait for the first progress line: training is under way
         if line.startswith("it "):
