@@ -664,6 +664,36 @@ def collide_env(
     return n
 
 
+@wp.func
+def collide_deepest(
+    w: int,
+    xpos: wp.array2d(dtype=wp.vec3),
+    xquat: wp.array2d(dtype=wp.vec4),
+    g: Geoms,
+    margin: float,
+    out: _Out,
+    wanted: wp.array(dtype=wp.int32),
+) -> float:
+    """``collide_env`` into ``out``, the number of contacts found (beyond the budget too) into
+    ``wanted[w]``; returns the most negative ``dist`` (0 without contacts)."""
+    n = collide_env(w, xpos, xquat, g, margin, out)
+    wanted[w] = n
+    d = float(0.0)
+    for c in range(wp.min(n, out.pos.shape[1])):
+        d = wp.min(d, out.dist[w, c])
+    return d
+
+
+@wp.func
+def copy_contacts(w: int, src: _Out, dst: _Out, n: int):
+    """Env ``w``'s first ``n`` contacts of ``src`` into ``dst``."""
+    for c in range(n):
+        dst.pos[w, c] = src.pos[w, c]
+        dst.normal[w, c] = src.normal[w, c]
+        dst.dist[w, c] = src.dist[w, c]
+        dst.geom[w, c] = src.geom[w, c]
+
+
 @wp.kernel
 def _collide_kernel(
     xpos: wp.array2d(dtype=wp.vec3),

@@ -29,7 +29,10 @@ step has already projected the velocities onto the limits), so contacts cannot p
   onto the cone instead tilts the friction of a sliding box's corners and under-brakes it by ~7%);
   below 1 cm/s of slip, whose direction is then mostly round-off of the iteration, the radial
   projection.
-  ``mu`` is the larger of the two geoms' sliding friction, as in MuJoCo.
+  ``mu`` is the larger of the two geoms' sliding friction, as in MuJoCo. A budget spent before the
+  rounds settle can leave the last normal solve with a friction impulse outside its cone (a
+  contact that let go still pushing sideways, which flung pinched cubes spinning): such impulses
+  are projected back onto the cone, and the normals solved once more.
 
 Solution: all normal and limit rows together by an active-set method on their block of ``W``
 (``_solve_normals``: exact, so a light object between a heavy arm and the floor is held, where
@@ -56,6 +59,7 @@ __all__ = [
     "ContactData",
     "solve_contacts",
     "forget_contacts",
+    "scale_warm_start",
     "build_contact_model",
     "make_contact_data",
 ]
@@ -87,6 +91,9 @@ class ContactData:
     """Per-env contact buffers and solver scratch rows (one kernel argument)."""
 
     slots: _Out  # (nworld, max_contacts) pos, normal, dist, geom
+    nxt: _Out  # (nworld, max_contacts) the contacts at the end of the last step: the next one's first
+    nxt_wanted: wp.array(dtype=wp.int32)  # (nworld,) contacts found there, beyond the budget too
+    fresh: wp.array(dtype=wp.int32)  # (nworld,) 1: nxt is still of the current state (nothing set since)
     count: wp.array(dtype=wp.int32)  # (nworld,) contacts in the slots after the last substep
     overflow: wp.array(dtype=wp.int32)  # (nworld,) contacts dropped in the last step (max over substeps)
     force: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) (normal, t1, t2) force on geom2, N
@@ -222,6 +229,7 @@ def _normal_matrix(cd: ContactData, w: int, nc: int):
 INACTIVE, SOFT, CAPPED = 0, 1, 2
 SLIP_DIRECTION_MIN = 1.0e-2  # m/s: slower slip takes the radially projected stick impulse
 RIGID_REG = 1.0e-4  # regularization of rigid normal rows, relative to their diagonal of W
+CONE_PASSES = 4  # most rounds of projecting friction onto the final cones, then the normals again
 
 
 @wp.func
@@ -570,45 +578,76 @@ def solve_contacts(
             nrow += 1
     _normal_matrix(cd, w, nrow)
     cd.nact[w] = -1  # a new matrix: no factor yet
-    for _it in range(iterations):
+    # rounds of friction (the normal impulses held), each closed by the normal solve, until nothing
+    # changes by ``tolerance`` or the budget is spent; then up to CONE_PASSES rounds that project
+    # the friction back onto the final cones: the last normal solve may have shrunk (or zeroed) a
+    # normal impulse after its friction was solved, and a contact that let go must not push
+    # sideways. One loop, so the (large) normal solve is inlined once.
+    cone = int(0)
+    rounds = int(0)
+    while rounds < iterations + CONE_PASSES:
         change = float(0.0)
-        for c in range(nc):  # friction, the normal impulses held
-            t = cd.trees[w, c]
-            lam = cd.lam[w, c]
-            if lam[0] == 0.0 and lam[1] == 0.0 and lam[2] == 0.0:
-                continue  # no normal impulse, no friction: nothing to change (and idle rows are empty)
-            blk = cd.wblk[w, c]
-            u = _rows_dot(cd.jac, cd.vel, w, c, t)
-            # drive both tangential velocities to zero with the 2x2 block, then the cone
-            det = blk[1, 1] * blk[2, 2] - blk[1, 2] * blk[2, 1]
-            l1 = lam[1] - (blk[2, 2] * u[1] - blk[1, 2] * u[2]) / det
-            l2 = lam[2] - (blk[1, 1] * u[2] - blk[2, 1] * u[1]) / det
-            norm = wp.sqrt(l1 * l1 + l2 * l2)
-            limit = cd.mu[w, c] * lam[0]
-            if norm > limit:  # sliding: full friction against the slip velocity (maximal dissipation)
-                slip = wp.sqrt(u[1] * u[1] + u[2] * u[2])
-                # below SLIP_DIRECTION_MIN the slip's direction is mostly this round's residual: the
-                # full impulse along it made the rounds of a cube crushed between hand and floor
-                # oscillate; the stick impulse's radial projection onto the cone does not
-                if slip > SLIP_DIRECTION_MIN:
-                    l1 = -limit * u[1] / slip
-                    l2 = -limit * u[2] / slip
-                else:
-                    scale = limit / wp.max(norm, 1.0e-20)
-                    l1 = l1 * scale
-                    l2 = l2 * scale
-            dlam = wp.vec3(0.0, l1 - lam[1], l2 - lam[2])
-            _apply(cd.ajac, cd.vel, w, c, dlam, t)
-            cd.lam[w, c] = wp.vec3(lam[0], l1, l2)
-            change = wp.max(change, wp.max(wp.abs(dlam[1]) * blk[1, 1], wp.abs(dlam[2]) * blk[2, 2]))
+        if cone == 0:
+            for c in range(nc):  # friction, the normal impulses held
+                t = cd.trees[w, c]
+                lam = cd.lam[w, c]
+                if lam[0] == 0.0 and lam[1] == 0.0 and lam[2] == 0.0:
+                    continue  # no normal impulse, no friction: nothing to change (and idle rows are empty)
+                blk = cd.wblk[w, c]
+                u = _rows_dot(cd.jac, cd.vel, w, c, t)
+                # drive both tangential velocities to zero with the 2x2 block, then the cone
+                det = blk[1, 1] * blk[2, 2] - blk[1, 2] * blk[2, 1]
+                l1 = lam[1] - (blk[2, 2] * u[1] - blk[1, 2] * u[2]) / det
+                l2 = lam[2] - (blk[1, 1] * u[2] - blk[2, 1] * u[1]) / det
+                norm = wp.sqrt(l1 * l1 + l2 * l2)
+                limit = cd.mu[w, c] * lam[0]
+                if norm > limit:  # sliding: full friction against the slip velocity (maximal dissipation)
+                    slip = wp.sqrt(u[1] * u[1] + u[2] * u[2])
+                    # below SLIP_DIRECTION_MIN the slip's direction is mostly this round's residual: the
+                    # full impulse along it made the rounds of a cube crushed between hand and floor
+                    # oscillate; the stick impulse's radial projection onto the cone does not
+                    if slip > SLIP_DIRECTION_MIN:
+                        l1 = -limit * u[1] / slip
+                        l2 = -limit * u[2] / slip
+                    else:
+                        scale = limit / wp.max(norm, 1.0e-20)
+                        l1 = l1 * scale
+                        l2 = l2 * scale
+                dlam = wp.vec3(0.0, l1 - lam[1], l2 - lam[2])
+                _apply(cd.ajac, cd.vel, w, c, dlam, t)
+                cd.lam[w, c] = wp.vec3(lam[0], l1, l2)
+                change = wp.max(change, wp.max(wp.abs(dlam[1]) * blk[1, 1], wp.abs(dlam[2]) * blk[2, 2]))
+        else:
+            projected = int(0)
+            for c in range(nc):
+                lam = cd.lam[w, c]
+                norm = wp.sqrt(lam[1] * lam[1] + lam[2] * lam[2])
+                limit = cd.mu[w, c] * lam[0]
+                if norm > limit * (1.0 + 1.0e-3):
+                    scale = limit / norm
+                    dlam = wp.vec3(0.0, lam[1] * (scale - 1.0), lam[2] * (scale - 1.0))
+                    _apply(cd.ajac, cd.vel, w, c, dlam, cd.trees[w, c])
+                    cd.lam[w, c] = wp.vec3(lam[0], lam[1] * scale, lam[2] * scale)
+                    projected = 1
+            if projected == 0:
+                break
         # the normal solve last: whatever friction left unconverged, no contact goes deeper
         change = wp.max(change, _solve_normals(cd, w, nrow))
-        if change < tolerance:
-            break
+        rounds += 1
+        if cone == 0 and (change < tolerance or rounds >= iterations):
+            cone = 1
+            rounds = iterations
     for c in range(nc):
         cd.force[w, c] = cd.lam[w, c] / dt
         cd.lam_geom[w, c] = cd.slots.geom[w, c]
     forget_contacts(cd, w, nrow)
+
+
+@wp.func
+def scale_warm_start(cd: ContactData, w: int, s: float):
+    """Scale env ``w``'s warm-start impulses by ``s`` (for a step redone in substeps ``s`` times as long)."""
+    for c in range(cd.lam.shape[1]):
+        cd.lam[w, c] = cd.lam[w, c] * s
 
 
 @wp.func
@@ -670,14 +709,18 @@ def build_contact_model(m: Model, mjm, device: str) -> ContactModel:
 
 
 def make_contact_data(
-    slots: _Out, nworld: int, max_contacts: int, nlim: int, nv: int, nfac: int, friction, device: str
+    slots: _Out, nxt: _Out, nworld: int, max_contacts: int, nlim: int, nv: int, nfac: int, friction, device: str
 ) -> ContactData:
-    """Zeroed buffers for ``nworld`` envs: ``max_contacts`` contact slots, and solver rows for them
-    plus the ``nlim`` limited joints; ``friction`` (ngeom,) is every env's initial friction."""
+    """Zeroed buffers for ``nworld`` envs: ``max_contacts`` contact slots (``slots``, ``nxt``), and
+    solver rows for them plus the ``nlim`` limited joints; ``friction`` (ngeom,) is every env's
+    initial friction."""
     rows = max_contacts + nlim
     z = lambda shape, dtype=wp.float32: wp.zeros(shape, dtype=dtype, device=device)  # noqa: E731
     cd = ContactData()
     cd.slots = slots
+    cd.nxt = nxt
+    cd.nxt_wanted = z(nworld, wp.int32)
+    cd.fresh = z(nworld, wp.int32)
     cd.count = z(nworld, wp.int32)
     cd.overflow = z(nworld, wp.int32)
     cd.force = z((nworld, max_contacts), wp.vec3)

@@ -520,6 +520,7 @@ class RigidEntity:
         half = (vals / 2).unsqueeze(-2).expand(vals.shape[:-1] + (len(self.geoms_idx), 3))
         cols = torch.as_tensor(self.geoms_idx, device=s.device)
         _select.write(s.tc["geom_size"], cols, sel, half, batched, s.n_envs)
+        s.state_changed(sel)  # the contacts the last step ended with are of the old shape
 
     def get_size(self, envs_idx=None) -> torch.Tensor:
         """Full edge lengths of a free ``Box`` entity, ``([n_envs,] 3)``, m."""

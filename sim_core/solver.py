@@ -68,9 +68,21 @@ class RigidSolver:
         o = options
         contact_args = self._init_contacts()
         self.kernels = step.load_kernels(self.tree, options.substeps, contacts=contact_args is not None)
-        self._step_cmd = step.record_step(
-            self.kernels, self.data, self._gravity, o.substep_dt, o.substeps, contact_args
+        split_args = None
+        if contact_args is not None:  # the adaptive split's state (step.py): start state, substeps per env
+            depth = self.rigid_options.split_depth
+            self._split = torch.ones(self.nworld, dtype=torch.int32, device=device)
+            self._redo_envs = torch.arange(self.nworld, dtype=torch.int32, device=device)
+            start = [wp.zeros_like(self.data.qpos), wp.zeros_like(self.data.qvel)]
+            flags = [wp.from_torch(self._split), wp.from_torch(self._redo_envs)]
+            split_args = [*start, *flags, float(depth) if depth is not None else 0.0]
+        self._step_cmds = step.record_step(
+            self.kernels, self.data, self._gravity, o.substep_dt, o.substeps, contact_args, split_args
         )
+        if contact_args is not None:  # contacts at the current state where no step ended there
+            self._detect_set = step.record_detect(self.kernels, self.data, contact_args, split_args, 0)
+            self._detect_redo = step.record_detect(self.kernels, self.data, contact_args, split_args, 1)
+            self._contacts_stale = True  # some env's state was set since the last step (host flag)
         self._poses_fresh = False  # False: some env's poses may be out of date (see _stale)
         self._stale = torch.ones(self.nworld, dtype=torch.bool, device=device)  # per env, on the device
         self._fk_cmd = step.record_fk(self.kernels, self.data, wp.from_torch(self._stale, dtype=wp.bool))
@@ -104,6 +116,7 @@ class RigidSolver:
         slots = collision.make_slots(self.nworld, self.max_contacts, self.wp_device)
         cd = contact_solver.make_contact_data(
             slots,
+            collision.make_slots(self.nworld, self.max_contacts, self.wp_device),
             self.nworld,
             self.max_contacts,
             len(self.tree.limited_dofs()),
@@ -125,6 +138,7 @@ class RigidSolver:
             "friction": wp.to_torch(cd.friction),
             "geom_size": wp.to_torch(plan.geoms.size),  # (nworld, ngeom, 3) MuJoCo's geom_size
             "lam_geom": wp.to_torch(cd.lam_geom),
+            "fresh": wp.to_torch(cd.fresh),
         }
         self._contact_init = {k: self.tc[k][0].clone() for k in ("count", "force", "lam_geom")}
         o = [ro.contact_margin, ro.iterations, ro.tolerance, ro.max_penetration]
@@ -156,23 +170,62 @@ class RigidSolver:
             wp.capture_launch(self._graph)
         elif use_graph and self._steps > 0:  # the kernels are loaded by now: capture, then replay
             with wp.ScopedCapture(device=self.wp_device) as capture:
-                self._step_cmd.launch()
+                self._launch_step()
             self._graph = capture.graph
             wp.capture_launch(self._graph)
         else:
-            self._step_cmd.launch()
+            self._launch_step()
         self._steps += 1
-        self.state_changed()
+        if self.contacts is None:
+            self.state_changed()
+        elif not self._poses_fresh:  # a step with contacts ends with every env's poses (step.py)
+            self._stale.fill_(False)
+            self._poses_fresh = True
+
+    def _launch_step(self) -> None:
+        """With contacts: their detection where the state was set since the last step (else the
+        step starts from the contacts it ended with), the step's first pass, then its redo passes
+        (adaptive split, ``step.py``). On CUDA every launch runs over all envs (those with nothing
+        to do return at once; no host read). On the CPU, where the flags are in host memory
+        anyway, the redo runs over the flagged envs only and only as many passes as the most
+        substeps any asks for: there an idle thread still costs the copy of the kernel's arguments
+        (~0.2 ms per pass at 1024 envs)."""
+        first, *redo = self._step_cmds
+        cuda = self.device.type == "cuda"
+        if self.contacts is not None and (cuda or self._contacts_stale):
+            self._detect_set.launch()
+            self._contacts_stale = False
+        first.launch()
+        if not redo:
+            return
+        if cuda:
+            self._detect_redo.launch()
+            for cmd in redo:
+                cmd.launch()
+            return
+        envs = torch.nonzero(self._split > 1).flatten()
+        if envs.numel() == 0:
+            return
+        self._redo_envs[: envs.numel()] = envs
+        for cmd in [self._detect_redo, *redo[: int(self._split.max())]]:
+            cmd.set_dim(envs.numel())
+            cmd.launch()
 
     def state_changed(self, sel: _select.EnvSel | None = None) -> None:
-        """Mark the link poses of the selected envs (default: all) out of date after a state change;
-        the next ``poses()`` recomputes those envs only."""
-        if sel is None or (sel.idx is None and sel.mask is None):
-            self._stale.fill_(True)
-        elif sel.mask is not None:
-            self._stale |= sel.mask
-        else:
-            self._stale[sel.idx] = True
+        """Mark the link poses and end-of-step contacts of the selected envs (default: all) out of
+        date after a state change; the next ``poses()`` recomputes those envs' poses only, the next
+        step their contacts."""
+        flags = [(self._stale, True)]
+        if self.contacts is not None:
+            flags.append((self.tc["fresh"], 0))
+            self._contacts_stale = True
+        for flag, value in flags:
+            if sel is None or (sel.idx is None and sel.mask is None):
+                flag.fill_(value)
+            elif sel.mask is not None:
+                flag.masked_fill_(sel.mask, value)
+            else:
+                flag[sel.idx] = value
         self._poses_fresh = False
 
     def poses(self) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,10 +1,15 @@
 """The step, composed from the stage emitters into three model-specialized kernels, one thread per env.
 
 - ``step``: ``nsub`` substeps of kinematics -> bias forces -> mass matrix -> actuation ->
-  implicit velocity update -> joint limits -> positions. One launch per ``scene.step()``; it reads
-  no host memory and can be captured in a CUDA graph.
+  implicit velocity update -> joint limits -> (contacts) -> positions. One launch per
+  ``scene.step()``; it reads no host memory and can be captured in a CUDA graph. With contacts, the
+  step ends with the poses and contacts of the final state: the next step starts from those
+  contacts unless a ``set_*`` changed the state in between, and an env whose step ended deeper than
+  ``RigidOptions.split_depth`` in a contact has it redone in finer substeps by up to
+  ``MAX_SPLIT`` more launches (the adaptive split, ``_emit_split_start``/``_emit_split_check``).
 - ``fk``: world poses of the bodies, run on demand when a getter asks for link poses after the
-  state changed (a step or a ``set_*``), so a step that nobody reads poses from does not pay for it.
+  state changed (a step without contacts or a ``set_*``), so a step that nobody reads poses from
+  does not pay for it.
 - ``forward``: one evaluation without integration, writing each stage's output (for the checks
   against MuJoCo C).
 
@@ -59,8 +64,11 @@ _CONTROL_ARGS = (
 _POSE_OUT = "xpos_out: wp.array2d(dtype=wp.vec3), xquat_out: wp.array2d(dtype=wp.vec4)"
 
 
-def _emit_load_state(t: Tree, e: Emitter) -> None:
+def _emit_load_state(t: Tree, e: Emitter, remap: bool = False) -> None:
     e("w = wp.tid()")
+    if remap:  # a redo pass of the adaptive split works on the envs listed
+        e("if split_pass >= 0:")
+        e("    w = redo_envs[w]")
     for k in range(t.m.nq):
         e(f"q{k} = qpos[w, {k}]")
     for i in range(t.m.nv):
@@ -77,13 +85,115 @@ def _emit_dynamics(t: Tree, e: Emitter) -> None:
 
 
 _CONTACT_IMPORTS = """\
-from sim_core.collision import Geoms, collide_env
-from sim_core.contact_solver import ContactData, ContactModel, forget_contacts, solve_contacts
+from sim_core.collision import Geoms, _Out, collide_deepest, copy_contacts
+from sim_core.contact_solver import ContactData, ContactModel, forget_contacts, scale_warm_start, solve_contacts
 """
 _CONTACT_ARGS = (
     "xpos_s: wp.array2d(dtype=wp.vec3), xquat_s: wp.array2d(dtype=wp.vec4), geoms: Geoms, "
     "cm: ContactModel, cd: ContactData, margin: float, iterations: int, tolerance: float, max_pen: float"
 )
+_SPLIT_ARGS = (
+    f"qpos0: {_F}, qvel0: {_F}, split: wp.array(dtype=wp.int32), redo_envs: wp.array(dtype=wp.int32), "
+    "split_pass: int, split_depth: float"
+)
+MAX_SPLIT = 8  # most substeps a flagged env's step is redone in
+
+
+def free_body_dofs(t: Tree) -> list[int]:
+    """Dof address of each free joint whose body has colliding geoms."""
+    m, mjm = t.m, t.m.mjmodel
+    collides = mjm.geom_contype | mjm.geom_conaffinity
+    colliding = {int(mjm.geom_bodyid[g]) for g in range(mjm.ngeom) if collides[g]}
+    return [
+        int(m.jnt_dofadr[j])
+        for j in range(m.njnt)
+        if m.jnt_type[j] == JointType.FREE and int(m.jnt_bodyid[j]) in colliding
+    ]
+
+
+def _emit_split_start(t: Tree, e: Emitter) -> None:
+    """Pass -1 is the step of every env, saving its start state in ``qpos0``/``qvel0``; passes
+    0..MAX_SPLIT-1 redo the step of the envs it flagged (``split[w]`` >= 2) from that state (which
+    the ``detect`` kernel restored, with its contacts), one substep of ``dt / split[w]`` each."""
+    m = t.m
+    e("if split_pass >= 0:")
+    with e.indent():
+        e("if split[w] < 2 or split_pass >= split[w]:")
+        e("    return")
+        e("dt = dt_step / float(split[w])")
+    e("else:")
+    with e.indent():
+        for k in range(m.nq):
+            e(f"qpos0[w, {k}] = q{k}")
+        for i in range(m.nv):
+            e(f"qvel0[w, {i}] = v{i}")
+
+
+def _emit_detect_end(t: Tree, e: Emitter) -> None:
+    """The end of a substep: poses and contacts (into ``cd.nxt``) at its final state, which the
+    next substep, or step, starts from (the one call of the narrow phase in the kernel: its code is
+    large, and every env runs through the kernel's code once per substep)."""
+    kinematics.emit_fk(t, e)
+    kinematics.emit_store_poses(t, e, "xpos_s", "xquat_s")
+    e("_deep = -collide_deepest(w, xpos_s, xquat_s, geoms, margin, cd.nxt, cd.nxt_wanted)")
+
+
+def _emit_split_check(t: Tree, e: Emitter) -> None:
+    """After pass -1, the substeps its step should have taken, ``split[w]``: a contact deeper than
+    ``split_depth`` at the end asks for ``depth / max_penetration`` (what ends that deep got there in
+    one step from beyond the contact margin, or turned a face no contact covered into its
+    neighbour: a pad striking at speed, a cube flung spinning), and a free body that moved further
+    than the contact margin (it could have passed through a thin geom unseen) for as many as
+    margins it moved. The warm-start impulses scale to the substep. ``split_depth <= 0``: never."""
+    e("if split_pass < 0:")
+    with e.indent():
+        e("_k = float(1.0)")
+        e("if split_depth > 0.0:")
+        with e.indent():
+            for a in free_body_dofs(t):
+                speed = f"wp.length(wp.vec3(v{a}, v{a + 1}, v{a + 2}))"
+                e(f"_k = wp.max(_k, {speed} * dt / wp.max(margin, 1.0e-6))")
+            e("if _deep > split_depth:")
+            e("    _k = wp.max(_k, _deep / max_pen)")
+        e(f"_nsplit = wp.min(int(wp.ceil(_k)), {MAX_SPLIT})")
+        e("split[w] = _nsplit")
+        e("if _nsplit > 1:")
+        e("    scale_warm_start(cd, w, 1.0 / float(_nsplit))")
+
+
+def _emit_detect_kernel(t: Tree, e: Emitter) -> None:
+    """``detect``: poses and contacts (``nxt``, ``wanted``, ``fresh``) at the current state, for the
+    envs a step cannot start from the contacts the last one ended with: ``mode`` 0, those whose
+    state was set since (``fresh[w] == 0``); ``mode`` 1, those the adaptive split redoes
+    (``split[redo_envs[i]] >= 2``), their start state restored from ``qpos0``/``qvel0`` first."""
+    m = t.m
+    e("@wp.kernel")
+    e(
+        f"def detect({_STATE_ARGS}, qpos0: {_F}, qvel0: {_F}, split: wp.array(dtype=wp.int32), "
+        "redo_envs: wp.array(dtype=wp.int32), mode: int, fresh: wp.array(dtype=wp.int32), "
+        "xpos_s: wp.array2d(dtype=wp.vec3), xquat_s: wp.array2d(dtype=wp.vec4), geoms: Geoms, margin: float, "
+        "nxt: _Out, wanted: wp.array(dtype=wp.int32)):"
+    )
+    with e.indent():
+        e("w = wp.tid()")
+        e("if mode == 1:")
+        with e.indent():
+            e("w = redo_envs[w]")
+            e("if split[w] < 2:")
+            e("    return")
+            for k in range(m.nq):
+                e(f"qpos[w, {k}] = qpos0[w, {k}]")
+            for i in range(m.nv):
+                e(f"qvel[w, {i}] = qvel0[w, {i}]")
+        e("elif fresh[w] == 1:")
+        e("    return")
+        for k in range(m.nq):
+            e(f"q{k} = qpos[w, {k}]")
+        kinematics.emit_fk(t, e)
+        kinematics.emit_store_poses(t, e, "xpos_s", "xquat_s")
+        e("collide_deepest(w, xpos_s, xquat_s, geoms, margin, nxt, wanted)")
+        e("fresh[w] = 1")
+    e("")
 
 
 def _emit_dof_axes(t: Tree, e: Emitter) -> None:
@@ -107,13 +217,16 @@ def _emit_dof_axes(t: Tree, e: Emitter) -> None:
 
 
 def _emit_contacts(t: Tree, e: Emitter) -> None:
-    """Poses at this substep's positions, collision detection, then the contact solver correcting
-    ``v{i}`` (see ``contact_solver.py``)."""
+    """Poses at this substep's positions, their contacts (those the last substep ended with), then
+    the contact solver correcting ``v{i}`` (see ``contact_solver.py``)."""
     m = t.m
-    kinematics.emit_fk(t, e)
-    kinematics.emit_store_poses(t, e, "xpos_s", "xquat_s")
-    e("_nc = collide_env(w, xpos_s, xquat_s, geoms, margin, cd.slots)")
+    for b in sorted({int(b) for b in m.dof_bodyid}):  # the poses the last substep (or ``detect``) stored
+        e(f"xp{b} = xpos_s[w, {b}]")
+        e(f"_xq = xquat_s[w, {b}]")
+        e(f"xq{b} = wp.quat(_xq[1], _xq[2], _xq[3], _xq[0])")
+    e("_nc = cd.nxt_wanted[w]  # detected at the end of the last substep (or by ``detect``)")
     e("_ncs = wp.min(_nc, cd.slots.pos.shape[1])")
+    e("copy_contacts(w, cd.nxt, cd.slots, _ncs)")
     e("cd.count[w] = _ncs")
     e("_ovf = wp.max(_ovf, _nc - _ncs)")
     e("if _ncs > 0:  # contacts, with the active limits of the trees they touch")
@@ -139,6 +252,8 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
     With ``substeps == 1`` the step is emitted without a loop (a loop over substeps keeps the
     compiler from optimizing across the state variables it carries; measured 1.5x slower). With
     ``contacts`` the step detects and solves contacts every substep and takes the contact buffers.
+    With contacts it also takes the arguments of the adaptive split (``_emit_split_start``,
+    ``_emit_split_check``): a step that ends too deep in a contact is redone in finer substeps.
     """
     m = t.m
     e = Emitter()
@@ -187,17 +302,21 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
     e("")
 
     e("@wp.kernel")
-    extra = f", {_CONTACT_ARGS}" if contacts else ""
+    extra = f", {_CONTACT_ARGS}, {_SPLIT_ARGS}" if contacts else ""
     e(
-        f"def step({_STATE_ARGS}, {_CONTROL_ARGS}, gravity: wp.vec3, dt: float, nsub: int, "
+        f"def step({_STATE_ARGS}, {_CONTROL_ARGS}, gravity: wp.vec3, dt_step: float, nsub: int, "
         f"qfrc_actuator_out: {_F}{extra}):"
     )
     with e.indent():
-        _emit_load_state(t, e)
+        _emit_load_state(t, e, remap=contacts)
+        e("dt = float(dt_step)")
+        if contacts:
+            _emit_split_start(t, e)
         actuation.emit_load_controls(t, e)
         dynamics.emit_load_inertial(t.segments, e)
         if contacts:
             e("_ovf = int(0)")
+            e("_deep = float(0.0)")
         if substeps > 1:
             for i in range(m.nv):  # defined before the loop so they outlive it
                 e(f"fa{i} = float(0.0)")
@@ -214,14 +333,21 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
         if contacts:
             _emit_contacts(t, e)
         integrator.emit_positions(t, e, "dt")
+        if contacts:
+            _emit_detect_end(t, e)
         e.depth -= 1 if substeps > 1 else 0
         if contacts:
             e("cd.overflow[w] = _ovf")
+            e("cd.fresh[w] = 1")
+            _emit_split_check(t, e)
         for k in range(m.nq):
             e(f"qpos[w, {k}] = q{k}")
         for i in range(m.nv):
             e(f"qvel[w, {i}] = v{i}")
             e(f"qfrc_actuator_out[w, {i}] = fa{i}")
+    e("")
+    if contacts:
+        _emit_detect_kernel(t, e)
     return e.source()
 
 
@@ -230,13 +356,15 @@ def _cache_dir() -> Path:
 
 
 class Kernels:
-    """The three kernels of one model (attributes ``fk``, ``forward``, ``step``) and their module."""
+    """The kernels of one model (attributes ``fk``, ``forward``, ``step``, and ``detect`` for a step
+    with contacts, else None) and their module."""
 
     def __init__(self, module: ModuleType):
         self.module = module
         self.fk = module.fk
         self.forward = module.forward
         self.step = module.step
+        self.detect = getattr(module, "detect", None)
 
 
 def load_kernels(t: Tree, substeps: int = 1, contacts: bool = False) -> Kernels:
@@ -263,19 +391,45 @@ def _control_inputs(d: Data) -> list:
 
 
 def record_step(
-    k: Kernels, d: Data, gravity: wp.vec3, dt: float, nsub: int, contact_args: list | None = None
-) -> wp.Launch:
-    """The launch advancing every env by ``nsub`` substeps of ``dt`` seconds (in place), recorded
-    once with its arguments packed, so ``.launch()`` costs no per-step argument handling.
-    ``contact_args``: ``[geoms, contact_model, contact_data, margin, iterations, tolerance,
-    max_penetration]`` for a step
-    generated with contacts."""
+    k: Kernels,
+    d: Data,
+    gravity: wp.vec3,
+    dt: float,
+    nsub: int,
+    contact_args: list | None = None,
+    split_args: list | None = None,
+) -> list[wp.Launch]:
+    """The launches advancing every env by ``nsub`` substeps of ``dt`` seconds (in place), recorded
+    once with their arguments packed, so ``.launch()`` costs no per-step argument handling.
+    A step generated with contacts takes ``contact_args``: ``[geoms, contact_model, contact_data,
+    margin, iterations, tolerance, max_penetration]`` and ``split_args``: ``[qpos0, qvel0, split,
+    redo_envs, split_depth]``; with ``split_depth > 0`` the redo passes follow the first."""
     extra = [d.xpos, d.xquat, *contact_args] if contact_args else []
+    passes = [None]
+    if contact_args:
+        passes = [-1, *range(MAX_SPLIT)] if split_args[4] > 0 else [-1]
+    return [
+        wp.launch(
+            k.step,
+            dim=d.qpos.shape[0],
+            inputs=[d.qpos, d.qvel, *_control_inputs(d), gravity, dt, nsub],
+            outputs=[d.qfrc_actuator, *extra, *([*split_args[:4], p, split_args[4]] if contact_args else [])],
+            device=d.qpos.device,
+            record_cmd=True,
+        )
+        for p in passes
+    ]
+
+
+def record_detect(k: Kernels, d: Data, contact_args: list, split_args: list, mode: int) -> wp.Launch:
+    """The ``detect`` launch of ``mode`` (0: envs whose state was set, 1: envs to redo) with the
+    step's ``contact_args`` and ``split_args`` (``record_step``), recorded once."""
+    geoms, _cm, cd, margin = contact_args[:4]
     return wp.launch(
-        k.step,
+        k.detect,
         dim=d.qpos.shape[0],
-        inputs=[d.qpos, d.qvel, *_control_inputs(d), gravity, dt, nsub],
-        outputs=[d.qfrc_actuator, *extra],
+        inputs=[d.qpos, d.qvel, *split_args[:4], mode, cd.fresh, d.xpos, d.xquat, geoms, margin]
+        + [cd.nxt, cd.nxt_wanted],
         device=d.qpos.device,
         record_cmd=True,
     )
