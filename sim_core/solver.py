@@ -69,9 +69,9 @@ class RigidSolver:
         contact_args = self._init_contacts()
         self.kernels = step.load_kernels(self.tree, options.substeps, contacts=contact_args is not None)
         split_args = None
+        self._split = torch.ones(self.nworld, dtype=torch.int32, device=device)  # substeps per env
         if contact_args is not None:  # the adaptive split's state (step.py): start state, substeps per env
             depth = self.rigid_options.split_depth
-            self._split = torch.ones(self.nworld, dtype=torch.int32, device=device)
             self._redo_envs = torch.arange(self.nworld, dtype=torch.int32, device=device)
             start = [wp.zeros_like(self.data.qpos), wp.zeros_like(self.data.qvel)]
             flags = [wp.from_torch(self._split), wp.from_torch(self._redo_envs)]
@@ -315,6 +315,12 @@ class RigidSolver:
         """``([n_envs,])`` int32: contacts each env had to drop in its last step because its budget
         (``max_contacts``) was full (the most in any substep); 0 everywhere without contacts."""
         return self._overflow[0] if self.n_envs == 0 else self._overflow
+
+    def get_step_splits(self) -> torch.Tensor:
+        """``([n_envs,])`` int32: into how many substeps each env's last step was split by the
+        adaptive substeps (``RigidOptions.split_depth``; each of ``substeps`` substeps); 1: not
+        redone, and 1 everywhere without contacts."""
+        return self._split[0] if self.n_envs == 0 else self._split
 
     def get_contacts(self) -> dict[str, torch.Tensor]:
         """The contacts of the last substep of the last step, per env slot (Genesis' layout).

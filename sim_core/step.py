@@ -1,12 +1,13 @@
-"""The step, composed from the stage emitters into three model-specialized kernels, one thread per env.
+"""The step, composed from the stage emitters into model-specialized kernels, one thread per env.
 
 - ``step``: ``nsub`` substeps of kinematics -> bias forces -> mass matrix -> actuation ->
-  implicit velocity update -> joint limits -> (contacts) -> positions. One launch per
-  ``scene.step()``; it reads no host memory and can be captured in a CUDA graph. With contacts, the
-  step ends with the poses and contacts of the final state: the next step starts from those
-  contacts unless a ``set_*`` changed the state in between, and an env whose step ended deeper than
-  ``RigidOptions.split_depth`` in a contact has it redone in finer substeps by up to
-  ``MAX_SPLIT`` more launches (the adaptive split, ``_emit_split_start``/``_emit_split_check``).
+  implicit velocity update -> joint limits -> (contacts) -> positions (-> contacts detected at
+  the final state, which the next substep or step starts from). One launch per ``scene.step()``
+  without contacts; it reads no host memory and can be captured in a CUDA graph. With contacts,
+  ``detect`` first redetects the envs whose state a ``set_*`` changed since the last step, and an
+  env whose step ended deeper than ``RigidOptions.split_depth`` in a contact has it redone in finer
+  substeps by up to ``MAX_SPLIT`` more launches (the adaptive split, ``_emit_split_start``,
+  ``_emit_split_check``, ``_emit_detect_kernel``).
 - ``fk``: world poses of the bodies, run on demand when a getter asks for link poses after the
   state changed (a step without contacts or a ``set_*``), so a step that nobody reads poses from
   does not pay for it.

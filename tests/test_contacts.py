@@ -209,6 +209,7 @@ def random_arm_stress(
     overflow = torch.zeros((), dtype=torch.int64, device=dev)
     contacts = torch.zeros((), dtype=torch.int64, device=dev)
     outside_cone = torch.zeros((), dtype=torch.int64, device=dev)  # friction beyond mu * normal force
+    redone = torch.zeros((), dtype=torch.int64, device=dev)  # env-steps the adaptive substeps redid
     friction = solver.tc["friction"]  # (n_envs, ngeom): mu of a pair is the larger of its geoms'
     for _ in range(steps):
         u = torch.rand(n_envs, 9, generator=g, device=dev)
@@ -229,6 +230,7 @@ def random_arm_stress(
         ft = (c["force"] - fn[..., None] * c["normal"]).norm(dim=-1)
         mu = torch.maximum(*(friction.gather(1, c[k].clamp(min=0)) for k in ("geom_a", "geom_b")))
         outside_cone += (c["valid_mask"] & (ft > 1.01 * mu * fn + 1e-3)).sum()
+        redone += (solver.get_step_splits() > 1).sum()
     state = torch.cat([solver.get_qpos(), solver.get_qvel()], 1)
     return {
         "env_steps": n_envs * steps,
@@ -239,6 +241,7 @@ def random_arm_stress(
         "dropped_contacts": int(overflow),
         "mean_contacts": float(contacts) / (n_envs * steps),
         "contacts_outside_friction_cone": int(outside_cone),
+        "redone_env_steps": int(redone),
         "state": state.cpu(),
     }
 
