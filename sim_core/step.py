@@ -76,6 +76,14 @@ def _emit_load_state(t: Tree, e: Emitter, remap: bool = False) -> None:
         e(f"v{i} = qvel[w, {i}]")
 
 
+def _emit_poses_of_qpos(t: Tree, e: Emitter, xpos: str, xquat: str) -> None:
+    """Env ``w``'s body poses from ``qpos[w]`` into ``xpos``/``xquat``."""
+    for k in range(t.m.nq):
+        e(f"q{k} = qpos[w, {k}]")
+    kinematics.emit_fk(t, e)
+    kinematics.emit_store_poses(t, e, xpos, xquat)
+
+
 def _emit_dynamics(t: Tree, e: Emitter) -> None:
     segs = t.segments
     X = kinematics.emit_segment_transforms(segs, e)
@@ -188,10 +196,7 @@ def _emit_detect_kernel(t: Tree, e: Emitter) -> None:
                 e(f"qvel[w, {i}] = qvel0[w, {i}]")
         e("elif fresh[w] == 1:")
         e("    return")
-        for k in range(m.nq):
-            e(f"q{k} = qpos[w, {k}]")
-        kinematics.emit_fk(t, e)
-        kinematics.emit_store_poses(t, e, "xpos_s", "xquat_s")
+        _emit_poses_of_qpos(t, e, "xpos_s", "xquat_s")
         e("collide_deepest(w, xpos_s, xquat_s, geoms, margin, nxt, wanted)")
         e("fresh[w] = 1")
     e("")
@@ -273,10 +278,7 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
         e("w = wp.tid()")
         e("if not stale[w]:")
         e("    return")
-        for k in range(m.nq):
-            e(f"q{k} = qpos[w, {k}]")
-        kinematics.emit_fk(t, e)
-        kinematics.emit_store_poses(t, e, "xpos_out", "xquat_out")
+        _emit_poses_of_qpos(t, e, "xpos_out", "xquat_out")
     e("")
 
     e("@wp.kernel")
