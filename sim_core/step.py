@@ -341,7 +341,6 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
         e.depth -= 1 if substeps > 1 else 0
         if contacts:
             e("cd.overflow[w] = _ovf")
-            e("cd.fresh[w] = 1")
             _emit_split_check(t, e)
         for k in range(m.nq):
             e(f"qpos[w, {k}] = q{k}")
