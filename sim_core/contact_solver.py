@@ -38,8 +38,11 @@ Solution: all normal and limit rows together by an active-set method on their bl
 (``_solve_normals``: exact, so a light object between a heavy arm and the floor is held, where
 projected Gauss-Seidel would need thousands of sweeps), then each contact's friction pair with the
 normals held, alternating until nothing changes by ``tolerance`` or the iteration budget is spent,
-the normal solve last. Each substep starts from the last one's impulses where a slot holds the same
-pair again (warm start, as in Box2D and Bullet). Everything runs in a fixed order: deterministic.
+the normal solve last; the rounds also stop once the change has not halved for ``STALL_ROUNDS``
+rounds (the alternation cycles: a tumbling cube, a pad pressed into the floor by the arm). Each row
+starts from the last substep's impulses and active-set state of the same pair's row whose contact
+point was nearest (warm start, as Box2D and Bullet match contact points: a pair's slots reorder as
+a box's corners come and go). Everything runs in a fixed order: deterministic.
 ``A^-1`` is applied with the packed ``L^T D L`` factor the step already computed, restricted to the
 dof ranges of the two bodies' kinematic trees (the factor is block-diagonal by tree).
 """
@@ -121,11 +124,15 @@ class ContactData:
     lnew: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal impulses of a round
     trees: wp.array2d(dtype=wp.vec4i)  # (nworld, max_contacts) dof ranges [a0, a1), [b0, b1) it touches
     lam: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) impulses (normal, t1, t2), N s
-    lam_geom: wp.array2d(dtype=wp.vec2i)  # (nworld, max_contacts) the pair each slot's lam belongs to
+    lam_prev: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) the last substep's impulses: warm start
+    lam_geom: wp.array2d(dtype=wp.vec2i)  # (nworld, max_contacts) their pair ((-2, dof): a limit); -1 ends
+    lam_pos: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) their contact points, world
+    lam_state: wp.array2d(dtype=wp.int32)  # (nworld, max_contacts) their normal rows' final state
     uref: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal row's target velocity, m/s
     umin: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) least normal velocity (depth cap), m/s
     reg: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal row's regularization R
     mu: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) friction coefficient of the pair
+    row_key: wp.array2d(dtype=wp.vec2i)  # (nworld, max_contacts) each row's pair, (-2, dof) for a limit
 
 
 @wp.func
@@ -229,6 +236,7 @@ def _normal_matrix(cd: ContactData, w: int, nc: int):
 INACTIVE, SOFT, CAPPED = 0, 1, 2
 SLIP_DIRECTION_MIN = 1.0e-2  # m/s: slower slip takes the radially projected stick impulse
 RIGID_REG = 1.0e-4  # regularization of rigid normal rows, relative to their diagonal of W
+STALL_ROUNDS = 4  # rounds that do not halve the change: the alternation cycles, more rounds will not help
 CONE_PASSES = 4  # most rounds of projecting friction onto the final cones, then the normals again
 
 
@@ -422,6 +430,27 @@ def _touched(cd: ContactData, w: int, nc: int, d: int) -> bool:
 
 
 @wp.func
+def _warm_slot(cd: ContactData, w: int, key: wp.vec2i, p: wp.vec3) -> int:
+    """The last substep's row to warm-start a row of pair ``key`` at ``p`` from: among its rows of
+    the same pair not taken yet, the one whose contact point was nearest (the slots of a pair
+    reorder as its contact points come and go: a box's corners, a pad's). Marks it taken; -1: none."""
+    best = int(-1)
+    best_d = float(1.0e30)
+    for j in range(cd.lam_geom.shape[1]):
+        kj = cd.lam_geom[w, j]
+        if kj[0] == -1:
+            break
+        if kj[0] == key[0] and kj[1] == key[1]:
+            dj = wp.length_sq(cd.lam_pos[w, j] - p)
+            if dj < best_d:
+                best = j
+                best_d = dj
+    if best >= 0:
+        cd.lam_geom[w, best] = wp.vec2i(-3, -3)  # taken
+    return best
+
+
+@wp.func
 def _limit_row(cm: ContactModel, cd: ContactData, w: int, r: int, d: int, side: float, tgt: float):
     """Row ``r`` for the active limit of dof ``d``: ``side * v_d >= side * tgt`` (rigid, no friction),
     solved with the contacts so a contact cannot push a joint through its limit."""
@@ -437,13 +466,15 @@ def _limit_row(cm: ContactModel, cd: ContactData, w: int, r: int, d: int, side: 
     wrr = side * cd.ajac[w, r, d][0]
     cd.wblk[w, r] = wp.mat33(wrr, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     key = wp.vec2i(-2, d)
+    cd.row_key[w, r] = key
+    j = _warm_slot(cd, w, key, wp.vec3(0.0))
     lam = wp.vec3(0.0)
-    prev = cd.lam_geom[w, r]
-    if prev[0] == key[0] and prev[1] == key[1]:
-        lam = wp.vec3(cd.lam[w, r][0], 0.0, 0.0)
+    cd.state[w, r] = INACTIVE
+    if j >= 0:
+        lam = wp.vec3(cd.lam_prev[w, j][0], 0.0, 0.0)
+        cd.state[w, r] = cd.lam_state[w, j]
         _apply(cd.ajac, cd.vel, w, r, lam, t)
     cd.lam[w, r] = lam
-    cd.lam_geom[w, r] = key
     cd.uref[w, r] = side * tgt
     cd.umin[w, r] = -1.0e30
     cd.reg[w, r] = 0.0
@@ -470,6 +501,7 @@ def _idle_row(cd: ContactData, w: int, c: int):
     cd.trees[w, c] = wp.vec4i(0, 0, 0, 0)
     cd.wblk[w, c] = wp.mat33(0.0)
     cd.lam[w, c] = wp.vec3(0.0)
+    cd.state[w, c] = INACTIVE
     cd.uref[w, c] = -1.0e30
     cd.umin[w, c] = -1.0e30
     cd.reg[w, c] = 0.0
@@ -509,6 +541,7 @@ def solve_contacts(
         p = cd.slots.pos[w, c]
         n = cd.slots.normal[w, c]
         dist = cd.slots.dist[w, c]
+        cd.row_key[w, c] = g
         if cd.uref[w, c] == 1.0:
             _idle_row(cd, w, c)
             continue
@@ -548,9 +581,11 @@ def solve_contacts(
             blk += wp.outer(cd.jac[w, c, i], cd.ajac[w, c, i])
         cd.wblk[w, c] = blk
         lam = wp.vec3(0.0)
-        prev = cd.lam_geom[w, c]
-        if prev[0] == g[0] and prev[1] == g[1]:  # same pair in this slot last substep: warm start
-            lam = cd.lam[w, c]
+        j = _warm_slot(cd, w, g, p)
+        cd.state[w, c] = INACTIVE
+        if j >= 0:
+            lam = cd.lam_prev[w, j]
+            cd.state[w, c] = cd.lam_state[w, j]  # the active set's start: where that row ended
             _apply(cd.ajac, cd.vel, w, c, lam, t)
         cd.lam[w, c] = lam
         u_ref = -dist / dt  # speculative: close the gap, no further
@@ -585,6 +620,8 @@ def solve_contacts(
     # sideways. One loop, so the (large) normal solve is inlined once.
     cone = int(0)
     rounds = int(0)
+    ref = float(1.0e30)  # the change STALL_ROUNDS rounds must halve
+    stalled = int(0)
     while rounds < iterations + CONE_PASSES:
         change = float(0.0)
         if cone == 0:
@@ -634,12 +671,21 @@ def solve_contacts(
         # the normal solve last: whatever friction left unconverged, no contact goes deeper
         change = wp.max(change, _solve_normals(cd, w, nrow))
         rounds += 1
-        if cone == 0 and (change < tolerance or rounds >= iterations):
+        if change < 0.5 * ref:
+            ref = change
+            stalled = 0
+        else:
+            stalled += 1
+        if cone == 0 and (change < tolerance or rounds >= iterations or stalled >= STALL_ROUNDS):
             cone = 1
             rounds = iterations
-    for c in range(nc):
-        cd.force[w, c] = cd.lam[w, c] / dt
-        cd.lam_geom[w, c] = cd.slots.geom[w, c]
+    for c in range(nrow):  # the warm start of the next substep
+        cd.lam_prev[w, c] = cd.lam[w, c]
+        cd.lam_state[w, c] = cd.state[w, c]
+        cd.lam_geom[w, c] = cd.row_key[w, c]
+        if c < nc:
+            cd.force[w, c] = cd.lam[w, c] / dt
+            cd.lam_pos[w, c] = cd.slots.pos[w, c]
     forget_contacts(cd, w, nrow)
 
 
@@ -647,7 +693,7 @@ def solve_contacts(
 def scale_warm_start(cd: ContactData, w: int, s: float):
     """Scale env ``w``'s warm-start impulses by ``s`` (for a step redone in substeps ``s`` times as long)."""
     for c in range(cd.lam.shape[1]):
-        cd.lam[w, c] = cd.lam[w, c] * s
+        cd.lam_prev[w, c] = cd.lam_prev[w, c] * s
 
 
 @wp.func
@@ -746,5 +792,9 @@ def make_contact_data(
     cd.nact = wp.full(nworld, -1, dtype=wp.int32, device=device)
     cd.trees = z((nworld, rows), wp.vec4i)
     cd.lam = z((nworld, rows), wp.vec3)
+    cd.lam_prev = z((nworld, rows), wp.vec3)
     cd.lam_geom = wp.full((nworld, rows), wp.vec2i(-1, -1), dtype=wp.vec2i, device=device)
+    cd.lam_pos = z((nworld, rows), wp.vec3)
+    cd.lam_state = z((nworld, rows), wp.int32)
+    cd.row_key = z((nworld, rows), wp.vec2i)
     return cd
