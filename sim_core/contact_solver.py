@@ -211,6 +211,30 @@ def _apply(
 
 
 @wp.func
+def _normal_dot(
+    jac: wp.array3d(dtype=wp.vec3), v: wp.array2d(dtype=wp.float32), w: int, c: int, t: wp.vec4i
+) -> float:
+    """The normal row of ``_rows_dot``."""
+    u = float(0.0)
+    for i in range(t[0], t[1]):
+        u += jac[w, c, i][0] * v[w, i]
+    for i in range(t[2], t[3]):
+        u += jac[w, c, i][0] * v[w, i]
+    return u
+
+
+@wp.func
+def _apply_normal(
+    ajac: wp.array3d(dtype=wp.vec3), vel: wp.array2d(dtype=wp.float32), w: int, c: int, dl: float, t: wp.vec4i
+):
+    """``_apply`` of a normal impulse ``dl`` alone."""
+    for i in range(t[0], t[1]):
+        vel[w, i] = vel[w, i] + ajac[w, c, i][0] * dl
+    for i in range(t[2], t[3]):
+        vel[w, i] = vel[w, i] + ajac[w, c, i][0] * dl
+
+
+@wp.func
 def _in_trees(i: int, t: wp.vec4i) -> bool:
     return (i >= t[0] and i < t[1]) or (i >= t[2] and i < t[3])
 
@@ -252,7 +276,7 @@ def _solve_normals(cd: ContactData, w: int, nc: int) -> float:
     Exact where projected Gauss-Seidel would need thousands of sweeps: a light cube pressed by a
     heavy arm into the floor. Applies the change to ``vel``; returns the largest velocity change."""
     for i in range(nc):  # u0: normal velocity without any normal impulse
-        u = _rows_dot(cd.jac, cd.vel, w, i, cd.trees[w, i])[0]
+        u = _normal_dot(cd.jac, cd.vel, w, i, cd.trees[w, i])
         for j in range(nc):
             u -= cd.wnn[w, i, j] * cd.lam[w, j][0]
         cd.u0[w, i] = u
@@ -307,7 +331,8 @@ def _solve_normals(cd: ContactData, w: int, nc: int) -> float:
     for i in range(nc):
         lam = cd.lam[w, i]
         ln = wp.max(cd.lnew[w, i], 0.0)
-        _apply(cd.ajac, cd.vel, w, i, wp.vec3(ln - lam[0], 0.0, 0.0), cd.trees[w, i])
+        if ln != lam[0]:
+            _apply_normal(cd.ajac, cd.vel, w, i, ln - lam[0], cd.trees[w, i])
         cd.lam[w, i] = wp.vec3(ln, lam[1], lam[2])
         change = wp.max(change, wp.abs(ln - lam[0]) * cd.wnn[w, i, i])
     return change
@@ -598,7 +623,7 @@ def solve_contacts(
             imp = _impedance(solimp, -dist)
             kk = 1.0 / (dmax * dmax * tc * tc * solref[1] * solref[1])
             bb = 2.0 / (dmax * tc)
-            vn0 = _rows_dot(cd.jac, cd.vel0, w, c, t)[0]
+            vn0 = _normal_dot(cd.jac, cd.vel0, w, c, t)
             u_ref = vn0 + dt * (-bb * vn0 - kk * imp * dist)
             reg = (1.0 - imp) / imp * blk[0, 0]
         cd.uref[w, c] = u_ref
@@ -651,7 +676,8 @@ def solve_contacts(
                         l1 = l1 * scale
                         l2 = l2 * scale
                 dlam = wp.vec3(0.0, l1 - lam[1], l2 - lam[2])
-                _apply(cd.ajac, cd.vel, w, c, dlam, t)
+                if dlam[1] != 0.0 or dlam[2] != 0.0:
+                    _apply(cd.ajac, cd.vel, w, c, dlam, t)
                 cd.lam[w, c] = wp.vec3(lam[0], l1, l2)
                 change = wp.max(change, wp.max(wp.abs(dlam[1]) * blk[1, 1], wp.abs(dlam[2]) * blk[2, 2]))
         else:
