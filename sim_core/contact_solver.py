@@ -240,19 +240,34 @@ def _in_trees(i: int, t: wp.vec4i) -> bool:
 
 
 @wp.func
+def _tree_dot(
+    jac: wp.array3d(dtype=wp.vec3),
+    ajac: wp.array3d(dtype=wp.vec3),
+    w: int,
+    a: int,
+    b: int,
+    s: int,
+    e: int,
+    tb: wp.vec4i,
+    u: float,
+) -> float:
+    """``u`` plus row ``a``'s normal times row ``b``'s ``A^-1 J^T`` over the dofs [s, e) of one of row
+    a's trees, if row ``b`` touches that tree too (the ranges are whole trees: equal or disjoint)."""
+    if e > s and ((s == tb[0] and e == tb[1]) or (s == tb[2] and e == tb[3])):
+        for i in range(s, e):
+            u += jac[w, a, i][0] * ajac[w, b, i][0]
+    return u
+
+
+@wp.func
 def _normal_matrix(cd: ContactData, w: int, nc: int):
     """``wnn[w, a, b]`` = J_a A^-1 J_b^T over the normal rows (non-zero when the contacts share a tree)."""
     for a in range(nc):
         ta = cd.trees[w, a]
         for b in range(a, nc):
             tb = cd.trees[w, b]
-            s = float(0.0)
-            for i in range(ta[0], ta[1]):
-                if _in_trees(i, tb):
-                    s += cd.jac[w, a, i][0] * cd.ajac[w, b, i][0]
-            for i in range(ta[2], ta[3]):
-                if _in_trees(i, tb):
-                    s += cd.jac[w, a, i][0] * cd.ajac[w, b, i][0]
+            s = _tree_dot(cd.jac, cd.ajac, w, a, b, ta[0], ta[1], tb, 0.0)
+            s = _tree_dot(cd.jac, cd.ajac, w, a, b, ta[2], ta[3], tb, s)
             cd.wnn[w, a, b] = s
             cd.wnn[w, b, a] = s
 
