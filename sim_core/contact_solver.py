@@ -99,6 +99,7 @@ class ContactData:
     fresh: wp.array(dtype=wp.int32)  # (nworld,) 1: nxt is still of the current state (nothing set since)
     count: wp.array(dtype=wp.int32)  # (nworld,) contacts in the slots after the last substep
     overflow: wp.array(dtype=wp.int32)  # (nworld,) contacts dropped in the last step (max over substeps)
+    rounds: wp.array(dtype=wp.int32)  # (nworld,) rounds of friction and normals in the last substep's solve
     force: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) (normal, t1, t2) force on geom2, N
     friction: wp.array2d(dtype=wp.float32)  # (nworld, ngeom) sliding friction coefficient
     lim_side: wp.array2d(dtype=wp.float32)  # (nworld, nlim) +1 / -1: lower / upper limit active, 0: not
@@ -719,6 +720,7 @@ def solve_contacts(
             stalled += 1
         if cone == 0 and (change < tolerance or rounds >= iterations or stalled >= STALL_ROUNDS):
             cone = 1
+            cd.rounds[w] = rounds
             rounds = iterations
     for c in range(nrow):  # the warm start of the next substep
         cd.lam_prev[w, c] = cd.lam[w, c]
@@ -810,6 +812,7 @@ def make_contact_data(
     cd.fresh = z(nworld, wp.int32)
     cd.count = z(nworld, wp.int32)
     cd.overflow = z(nworld, wp.int32)
+    cd.rounds = z(nworld, wp.int32)
     cd.force = z((nworld, max_contacts), wp.vec3)
     per_env = np.tile(np.asarray(friction, np.float32), (nworld, 1))
     cd.friction = wp.array(per_env, dtype=wp.float32, device=device)

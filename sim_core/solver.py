@@ -139,11 +139,13 @@ class RigidSolver:
             "geom_size": wp.to_torch(plan.geoms.size),  # (nworld, ngeom, 3) MuJoCo's geom_size
             "lam_geom": wp.to_torch(cd.lam_geom),
             "fresh": wp.to_torch(cd.fresh),
+            "rounds": wp.to_torch(cd.rounds),
         }
-        self._contact_init = {k: self.tc[k][0].clone() for k in ("count", "force", "lam_geom")}
+        self._contact_init = {k: self.tc[k][0].clone() for k in self._CONTACT_RESET}
         o = [ro.contact_margin, ro.iterations, ro.tolerance, ro.max_penetration]
         return [plan.geoms, cm, cd, float(o[0]), int(o[1]), float(o[2]), float(o[3])]
 
+    _CONTACT_RESET = ("count", "force", "lam_geom", "rounds")  # contact buffers a reset restores
     _RESET_FIELDS = (
         "qpos",
         "qvel",
@@ -255,7 +257,7 @@ class RigidSolver:
         for name in self._RESET_FIELDS:
             target = self.t[name]
             _select.write(target, slice(None), sel, self._init[name][0].to(target.dtype), False, self.n_envs)
-        contact = ("count", "force", "lam_geom") if self.contacts is not None else ()
+        contact = self._CONTACT_RESET if self.contacts is not None else ()
         for target, init in [(self._overflow, 0)] + [(self.tc[k], self._contact_init[k]) for k in contact]:
             flat = target.view(self.nworld, -1)  # one row per env
             value = torch.as_tensor(init, dtype=target.dtype, device=self.device).reshape(-1)
@@ -321,6 +323,13 @@ class RigidSolver:
         adaptive substeps (``RigidOptions.split_depth``; each of ``substeps`` substeps); 1: not
         redone, and 1 everywhere without contacts."""
         return self._split[0] if self.n_envs == 0 else self._split
+
+    def get_solver_rounds(self) -> torch.Tensor:
+        """``([n_envs,])`` int32: rounds of friction and normal solves the contact solver took in each
+        env's last substep (at most ``RigidOptions.iterations``; MuJoCo's ``solver_niter``); 0 for
+        an env without contacts then, and everywhere in a scene without contacts."""
+        r = self.tc["rounds"] if self.contacts is not None else torch.zeros_like(self._overflow)
+        return r[0] if self.n_envs == 0 else r
 
     def get_contacts(self) -> dict[str, torch.Tensor]:
         """The contacts of the last substep of the last step, per env slot (Genesis' layout).

@@ -250,6 +250,7 @@ def _emit_contacts(t: Tree, e: Emitter) -> None:
             e(f"v{i} = cd.vel[w, {i}]")
     e("else:")
     e("    forget_contacts(cd, w, 0)")
+    e("    cd.rounds[w] = 0")
 
 
 def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
