@@ -322,6 +322,49 @@ def test_random_arm_commands_stay_finite_and_shallow():
     assert torch.equal(r["state"], again["state"])  # same seed, same device: bit for bit
 
 
+def _arm_and_cube_run(targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """qpos and qvel after stepping the arm-and-cube scene through ``targets`` (steps, n_envs, 9),
+    and each env's count of penetrating contacts that involve the arm over the run."""
+    scene = _scene()
+    scene.add_entity(sc.morphs.Plane())
+    franka = scene.add_entity(sc.morphs.MJCF(file="franka_panda"))
+    scene.add_entity(
+        sc.morphs.Box(size=(CUBE, CUBE, CUBE), pos=(0.45, 0.0, CUBE / 2)), material=sc.materials.Rigid(rho=RHO)
+    )
+    n = targets.shape[1]
+    scene.build(n_envs=n)
+    cube_geom = scene.mjmodel.ngeom - 1  # added last
+    solver = scene.sim.rigid_solver
+    franka.set_dofs_position(torch.tensor(GRASP_READY + (0.04, 0.04)).repeat(n, 1))
+    arm = torch.zeros(n, dtype=torch.int64)
+    for target in targets:
+        franka.control_dofs_position(target)
+        scene.step()
+        c = solver.get_contacts()
+        arm += (c["valid_mask"] & (c["geom_a"] != 0) & (c["dist"] < 0)).sum(1)  # the arm's with the cube ...
+        arm += (c["valid_mask"] & (c["geom_a"] == 0) & (c["geom_b"] != cube_geom) & (c["dist"] < 0)).sum(
+            1
+        )  # floor
+    return torch.cat([solver.get_qpos(), solver.get_qvel()], 1), arm
+
+
+def test_an_env_steps_the_same_alone_as_in_a_batch():
+    """Envs share nothing: each env of a batch of three, whose arms work at the cube, ends bit for
+    bit where it ends when stepped alone (on the CPU the solver's scratch memory is shared by the
+    envs, which run one after another, so this also checks that a solve reads nothing the env
+    before it left there)."""
+    g = torch.Generator().manual_seed(2)
+    steps = 120
+    walk = torch.cumsum(0.1 * (torch.rand(steps, 3, 9, generator=g) - 0.5), 0)  # as random_arm_stress
+    targets = torch.tensor(GRASP_READY + (0.0, 0.0)) + walk
+    targets[..., 7:] = 0.04 * torch.rand(steps, 3, 2, generator=g)
+    batch, arm = _arm_and_cube_run(targets)
+    assert (arm[1:] > 20).all()  # the hands of envs 1 and 2 pressed on the cube or the floor
+    for k in range(3):
+        alone, _ = _arm_and_cube_run(targets[:, k : k + 1])
+        assert torch.equal(batch[k : k + 1], alone)
+
+
 def fast_cube_on_the_floor(split_depth) -> float:
     """A cube thrown at the floor at 4 m/s (4 cm a step, four contact margins) from just beyond the
     margin's reach of a step; returns the deepest its bottom sinks below the floor, m."""
