@@ -8,7 +8,10 @@ For each batch size ``n_envs`` (default 1, 64, 1024, 4096, 16384):
 * **sim_core**: one scene built with ``n_envs`` envs: ``arm`` is a ``Plane`` and the bundled
   ``franka_panda`` MJCF; ``arm_cube`` adds a free 5 cm cube on the floor in front of the arm (contacts
   of the hand and finger pads with the floor and the cube, of the cube with the floor).
-  After a few warm-up steps, ``sc.synchronize()`` is called and the clock starts; every timed
+  After ``--warmup`` (200) untimed steps of random targets, which take the envs from the tidy
+  start (cube at rest, hand above it) to the steady contact load of random commands (pads struck
+  into the floor and the cube, cubes knocked about: a step there costs sim_core about 1.5 times
+  what the first 100 cost), ``sc.synchronize()`` is called and the clock starts; every timed
   step draws FRESH uniform random position targets inside each joint's range
   (``scene.mjmodel.jnt_range``) with ``torch.rand`` on the simulation device, passes them to
   ``franka.control_dofs_position`` and calls ``scene.step()``. ``sc.synchronize()`` is called
@@ -17,7 +20,8 @@ For each batch size ``n_envs`` (default 1, 64, 1024, 4096, 16384):
   simulators (the random targets swing the arm into the floor and the cube now and then).
 * **MuJoCo C reference**: ``mujoco.rollout`` on the SAME compiled model (``scene.mjmodel``: same
   timestep = dt / substeps, same integrator; minus its visual-only geoms, which only pictures use)
-  from ``n_envs`` initial states (the sim's initial qpos), with uniform random controls inside
+  from the ``n_envs`` states sim_core's warm-up left (each env's qpos and qvel, so both simulate
+  the same configurations), with uniform random controls inside
   ``actuator_ctrlrange`` for every env and step. That API takes the controls for the whole rollout
   up front, so they (and the output buffers) are prepared outside the timed region. By default it
   runs on 1 thread (the calling thread); ``--mj-nthread K`` gives rollout a pool of K threads with K
@@ -107,7 +111,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="timed steps per size for both simulators (default: auto, ~300k env-steps)",
     )
-    p.add_argument("--warmup", type=int, default=5, help="untimed warm-up steps (default: 5)")
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=200,
+        help="untimed steps of random targets before timing; both simulators then start from the "
+        "states they reach (default: 200, by which the contact load has settled)",
+    )
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument(
         "--scene",
@@ -241,12 +251,12 @@ def bench_sim_core(sc: Any, n_envs: int, steps: int, args: argparse.Namespace, k
     lo = torch.as_tensor(lo_np, dtype=torch.float32, device=dev)
     span = torch.as_tensor(hi_np - lo_np, dtype=torch.float32, device=dev)
     shape = (n_envs, lo.numel())
-    qpos0 = scene.sim.rigid_solver.get_qpos()[0].detach().cpu().numpy().astype(np.float64)
-
     for _ in range(args.warmup):
         franka.control_dofs_position(torch.rand(shape, device=dev) * span + lo)
         scene.step()
     sc.synchronize()
+    solver = scene.sim.rigid_solver
+    start = tuple(t.detach().cpu().numpy().astype(np.float64) for t in (solver.get_qpos(), solver.get_qvel()))
 
     def timed() -> float:
         """Seconds for ``steps`` steps, each with fresh random targets, synchronized."""
@@ -259,7 +269,7 @@ def bench_sim_core(sc: Any, n_envs: int, steps: int, args: argparse.Namespace, k
         sc.synchronize()
         return time.perf_counter() - t0
 
-    return scene, qpos0, build_s, timed
+    return scene, start, build_s, timed
 
 
 def physics_only_model(scene) -> mujoco.MjModel:
@@ -274,20 +284,21 @@ def physics_only_model(scene) -> mujoco.MjModel:
     return model
 
 
-def bench_mujoco(
-    model: mujoco.MjModel, qpos0: np.ndarray, n_envs: int, steps: int, nthread: int, seed: int
-) -> float:
-    """Seconds for ``mujoco.rollout`` of n_envs x steps with random controls."""
+def mujoco_states(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray) -> np.ndarray:
+    """MuJoCo full-physics states (n_envs, nstate) with the given (n_envs, nq) / (n_envs, nv)."""
     data = mujoco.MjData(model)
-    mujoco.mj_resetData(model, data)
-    if qpos0.shape == (model.nq,):
-        data.qpos[:] = qpos0
-    mujoco.mj_forward(model, data)
     spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
     nstate = mujoco.mj_stateSize(model, spec)
-    state0 = np.empty(nstate, dtype=np.float64)
-    mujoco.mj_getState(model, data, state0, spec)
-    initial = np.ascontiguousarray(np.broadcast_to(state0, (n_envs, nstate)))
+    out = np.empty((qpos.shape[0], nstate), dtype=np.float64)
+    for i in range(qpos.shape[0]):
+        data.qpos[:], data.qvel[:] = qpos[i], qvel[i]
+        mujoco.mj_getState(model, data, out[i], spec)
+    return out
+
+
+def bench_mujoco(model: mujoco.MjModel, initial: np.ndarray, steps: int, nthread: int, seed: int) -> float:
+    """Seconds for ``mujoco.rollout`` of ``initial`` (n_envs, nstate) x steps with random controls."""
+    n_envs, nstate = initial.shape
 
     lo, hi = ctrl_ranges(model)
     rng = np.random.default_rng(seed)
@@ -394,8 +405,9 @@ def bench_size(sc: Any, backend: str, kind: str, n: int, args: argparse.Namespac
     sim_steps, mj_steps = step_counts(n, args)
     sc.init(backend=getattr(sc, backend), seed=args.seed)
     try:
-        scene, qpos0, build_s, timed = bench_sim_core(sc, n, sim_steps, args, kind)
+        scene, (qpos, qvel), build_s, timed = bench_sim_core(sc, n, sim_steps, args, kind)
         model = physics_only_model(scene)
+        initial = mujoco_states(model, qpos, qvel)  # where sim_core's warm-up left each env
         if first:
             print(
                 f"scene {kind}: nq={model.nq} nv={model.nv} nu={model.nu} ngeom={model.ngeom} "
@@ -413,7 +425,7 @@ def bench_size(sc: Any, backend: str, kind: str, n: int, args: argparse.Namespac
         sim_s, mj_s = float("inf"), float("inf")
         for r in range(args.repeats):
             sim_s = min(sim_s, timed())
-            mj_s = min(mj_s, bench_mujoco(model, qpos0, n, mj_steps, args.mj_nthread, args.seed + r))
+            mj_s = min(mj_s, bench_mujoco(model, initial, mj_steps, args.mj_nthread, args.seed + r))
         solver = scene.sim.rigid_solver
         finite = bool(torch.isfinite(solver.get_qpos()).all().item())
         ncon = float(solver.get_contacts()["valid_mask"].sum(-1).float().mean()) if solver.contacts else 0.0
