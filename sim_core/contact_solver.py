@@ -735,7 +735,7 @@ def solve_contacts(
 @wp.func
 def scale_warm_start(cd: ContactData, w: int, s: float):
     """Scale env ``w``'s warm-start impulses by ``s`` (for a step redone in substeps ``s`` times as long)."""
-    for c in range(cd.lam.shape[1]):
+    for c in range(cd.lam_prev.shape[1]):
         cd.lam_prev[w, c] = cd.lam_prev[w, c] * s
 
 
