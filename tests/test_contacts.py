@@ -178,6 +178,18 @@ def franka_grasp(n_envs: int = 8, seed: int = 0) -> dict:
 GRASP_READY = (0.0, 0.35, 0.0, -2.3, 0.0, 2.65, 0.785)  # hand ~5 cm above a cube at (0.45, 0, 0.025)
 
 
+def _arm_and_cube_scene(n_envs: int, rigid_options=None):
+    """Floor, Franka and a 5 cm cube in front of it, built with ``n_envs`` envs; returns scene, arm."""
+    scene = _scene(rigid_options=rigid_options)
+    scene.add_entity(sc.morphs.Plane())
+    franka = scene.add_entity(sc.morphs.MJCF(file="franka_panda"))
+    scene.add_entity(
+        sc.morphs.Box(size=(CUBE, CUBE, CUBE), pos=(0.45, 0.0, CUBE / 2)), material=sc.materials.Rigid(rho=RHO)
+    )
+    scene.build(n_envs=n_envs)
+    return scene, franka
+
+
 def random_arm_stress(
     n_envs: int = 250, steps: int = 400, seed: int = 0, full_range: bool = False, max_contacts=None
 ) -> dict:
@@ -188,13 +200,7 @@ def random_arm_stress(
     uniform targets over the whole joint ranges every step instead (the speed benchmark's load,
     joints swinging at up to ~10 rad/s). Returns the deepest penetration of any contact at any
     step, error and overflow counts."""
-    scene = _scene(rigid_options=sc.RigidOptions(max_contacts=max_contacts))
-    scene.add_entity(sc.morphs.Plane())
-    franka = scene.add_entity(sc.morphs.MJCF(file="franka_panda"))
-    scene.add_entity(
-        sc.morphs.Box(size=(CUBE, CUBE, CUBE), pos=(0.45, 0.0, CUBE / 2)), material=sc.materials.Rigid(rho=RHO)
-    )
-    scene.build(n_envs=n_envs)
+    scene, franka = _arm_and_cube_scene(n_envs, sc.RigidOptions(max_contacts=max_contacts))
     dev = sc.device
     solver = scene.sim.rigid_solver
     lo = torch.as_tensor(scene.mjmodel.jnt_range[:9, 0], dtype=torch.float32, device=dev)
@@ -325,14 +331,8 @@ def test_random_arm_commands_stay_finite_and_shallow():
 def _arm_and_cube_run(targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """qpos and qvel after stepping the arm-and-cube scene through ``targets`` (steps, n_envs, 9),
     and each env's count of penetrating contacts that involve the arm over the run."""
-    scene = _scene()
-    scene.add_entity(sc.morphs.Plane())
-    franka = scene.add_entity(sc.morphs.MJCF(file="franka_panda"))
-    scene.add_entity(
-        sc.morphs.Box(size=(CUBE, CUBE, CUBE), pos=(0.45, 0.0, CUBE / 2)), material=sc.materials.Rigid(rho=RHO)
-    )
     n = targets.shape[1]
-    scene.build(n_envs=n)
+    scene, franka = _arm_and_cube_scene(n)
     cube_geom = scene.mjmodel.ngeom - 1  # added last
     solver = scene.sim.rigid_solver
     franka.set_dofs_position(torch.tensor(GRASP_READY + (0.04, 0.04)).repeat(n, 1))
@@ -341,10 +341,8 @@ def _arm_and_cube_run(targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor
         franka.control_dofs_position(target)
         scene.step()
         c = solver.get_contacts()
-        arm += (c["valid_mask"] & (c["geom_a"] != 0) & (c["dist"] < 0)).sum(1)  # the arm's with the cube ...
-        arm += (c["valid_mask"] & (c["geom_a"] == 0) & (c["geom_b"] != cube_geom) & (c["dist"] < 0)).sum(
-            1
-        )  # floor
+        cube_floor = (c["geom_a"] == 0) & (c["geom_b"] == cube_geom)  # the floor is geom 0
+        arm += (c["valid_mask"] & ~cube_floor & (c["dist"] < 0)).sum(1)
     return torch.cat([solver.get_qpos(), solver.get_qvel()], 1), arm
 
 
