@@ -55,6 +55,11 @@ def _gl_help() -> str:
     backend = os.environ.get("MUJOCO_GL", "")
     if backend == "egl":
         return "MUJOCO_GL=egl needs libEGL and an NVIDIA driver (Debian: libegl1); or MUJOCO_GL=osmesa"
+    if not backend:
+        return (
+            "no headless OpenGL library was found: install libEGL (Debian: libegl1) on a machine with an "
+            "NVIDIA driver, or OSMesa (libosmesa6) and PyOpenGL"
+        )
     return (
         "MUJOCO_GL=osmesa needs OSMesa: install Debian's libosmesa6 (apt-get install libosmesa6) and PyOpenGL"
     )

@@ -15,6 +15,7 @@ If a worker fails, the others are stopped and the launcher exits with that worke
     python scripts/multi_gpu.py --logdir runs/sweep -- --max-iterations 200
     python scripts/multi_gpu.py --ddp --logdir runs/ddp -- --num-envs 4096 --max-time 10
     python scripts/multi_gpu.py --workers 2 --ddp --logdir /tmp/cpu_ddp -- --max-iterations 2   # no GPU
+    python scripts/multi_gpu.py --cpu --workers 2 --ddp --logdir /tmp/cpu_ddp -- ...   # CPU beside GPUs
 """
 
 from __future__ import annotations
@@ -47,20 +48,26 @@ def _free_port() -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--gpus", default=None, help="comma-separated GPU indices (default: all)")
-    p.add_argument("--workers", type=int, default=2, help="CPU workers when there is no GPU")
+    p.add_argument("--workers", type=int, default=2, help="CPU workers when there is no GPU (or with --cpu)")
+    p.add_argument("--cpu", action="store_true", help="CPU workers even where there are GPUs")
     p.add_argument("--ddp", action="store_true", help="one data-parallel job instead of independent runs")
     p.add_argument("--logdir", required=True)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("train_args", nargs=argparse.REMAINDER, help="-- then arguments for `warpgym train`")
     args = p.parse_args(argv)
     rest = args.train_args[1:] if args.train_args[:1] == ["--"] else args.train_args
-    gpus = [int(g) for g in args.gpus.split(",")] if args.gpus else _gpus()
+    if args.cpu:
+        gpus = []
+    else:
+        gpus = [int(g) for g in args.gpus.split(",")] if args.gpus else _gpus()
     slots = [str(g) for g in gpus] if gpus else [""] * args.workers
     device = "cuda" if gpus else "cpu"
     n, port = len(slots), _free_port()
     procs = []
     for i, visible in enumerate(slots):
-        env = {**os.environ, "CUDA_VISIBLE_DEVICES": visible, "EGL_DEVICE_ID": visible or "0"}
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": visible}
+        if visible:
+            env["EGL_DEVICE_ID"] = visible
         cmd = [sys.executable, "-m", "training", "train", "--device", device]
         if args.ddp:
             env.update(

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import envs  # noqa: F401
+import sim_core as sc
 
 REACH = "WarpGym/FrankaReach-v0"
 
@@ -37,18 +38,20 @@ def test_sb3_terminal_observations_timeouts_and_episode_info():
     base = venv.env.unwrapped
     twin = reach(4)  # the same run without the forced ends gives the terminal observations
     twin.reset(seed=3)
-    twin.step(torch.zeros(4, 7))
-    expected, *_ = twin.step(torch.zeros(4, 7))
+    twin.step(torch.zeros(4, 7, device=sc.device))
+    expected, *_ = twin.step(torch.zeros(4, 7, device=sc.device))
     force_ends(base)
     obs, rewards, dones, infos = venv.step(actions)
     assert dones.tolist() == [True, True, False, False] and rewards.dtype == np.float32
-    np.testing.assert_array_equal(infos[0]["terminal_observation"], expected[0].numpy())
-    np.testing.assert_array_equal(infos[1]["terminal_observation"], expected[1].numpy())
+    np.testing.assert_array_equal(infos[0]["terminal_observation"], expected[0].cpu().numpy())
+    np.testing.assert_array_equal(infos[1]["terminal_observation"], expected[1].cpu().numpy())
     assert infos[0]["TimeLimit.truncated"] is False and infos[1]["TimeLimit.truncated"] is True
     assert infos[0]["episode"]["l"] == 2 and "is_success" in infos[1] and infos[2] == {}
-    assert not np.array_equal(obs[0], expected[0].numpy())  # already reset
+    assert not np.array_equal(obs[0], expected[0].cpu().numpy())  # already reset
     assert venv.get_attr("max_episode_steps") == [100] * 4
-    assert venv.env_method("force_episode_end", torch.zeros(4, dtype=torch.bool), indices=[0]) == [None]
+    assert venv.env_method(
+        "force_episode_end", torch.zeros(4, dtype=torch.bool, device=sc.device), indices=[0]
+    ) == [None]
     from stable_baselines3.common.monitor import Monitor
 
     assert venv.env_is_wrapped(Monitor) == [True] * 4
@@ -85,7 +88,7 @@ def test_rsl_rl_runner_trains_on_device_tensors(tmp_path):
     runner.learn(num_learning_iterations=2, init_at_random_ep_len=True)
     assert (env.episode_length_buf <= 100).all()
     force_ends(env.base)
-    obs, rewards, dones, extras = env.step(torch.zeros(32, 7))
+    obs, rewards, dones, extras = env.step(torch.zeros(32, 7, device=sc.device))
     assert dones[:2].all() and extras["time_outs"].tolist()[:2] == [False, True]
     assert obs["policy"].device == env.device and rewards.shape == (32,)
 

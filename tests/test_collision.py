@@ -63,7 +63,7 @@ def test_contacts_match_mujoco_for_the_implemented_pairs():
         mujoco.mj_fwdPosition(m, d)
         ref = [con for con in d.contact[: d.ncon] if (con.geom1, con.geom2) in pointwise and con.dist < 0]
         ours = {
-            k: (c.pos[w, k].numpy(), c.normal[w, k].numpy(), float(c.dist[w, k]))
+            k: (c.pos[w, k].cpu().numpy(), c.normal[w, k].cpu().numpy(), float(c.dist[w, k]))
             for k in range(int(c.count[w]))
         }
         ours_pairs = [tuple(c.geom[w, k].tolist()) for k in range(int(c.count[w]))]

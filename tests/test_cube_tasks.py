@@ -12,6 +12,8 @@ import gymnasium as gym
 import pytest
 import torch
 
+import sim_core as sc
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from envs.franka_cube import OBS_DIM  # noqa: E402
 
@@ -24,29 +26,29 @@ def scripted_lift(num_envs: int = 64, seed: int = 0, press_on_top: bool = False)
     ``press_on_top``: the hand closed throughout instead, so it comes down on the cube's top face
     and pushes on it. Returns the success rate, the sim-error count, and the share of envs the env
     reports ``grasped`` at the last step."""
-    env = gym.make_vec(LIFT, num_envs=num_envs, device="cpu", seed=seed, autoreset_mode="Disabled")
+    env = gym.make_vec(LIFT, num_envs=num_envs, device=sc.device, seed=seed, autoreset_mode="Disabled")
     cfg = env.unwrapped.cfg
     obs, _ = env.reset(seed=seed)
     n = num_envs
-    success = torch.zeros(n, dtype=torch.bool)
+    success = torch.zeros(n, dtype=torch.bool, device=sc.device)
     for t in range(cfg.max_episode_steps):
         ee, cube, goal = obs[:, 16:19], obs[:, 25:28], obs[:, 43:46]
         hand_x, cube_x = obs[:, 19:22], obs[:, 28:31]
         yaw_err = torch.atan2(cube_x[:, 1], cube_x[:, 0]) - torch.atan2(hand_x[:, 1], hand_x[:, 0])
         yaw_err = torch.remainder(yaw_err + math.pi / 4, math.pi / 2) - math.pi / 4  # a cube: mod 90 deg
         if t < 30:
-            target, grip = cube + torch.tensor([0.0, 0.0, 0.08]), 1.0
+            target, grip = cube + torch.tensor([0.0, 0.0, 0.08], device=sc.device), 1.0
         elif t < 50:
-            target, grip = cube + torch.tensor([0.0, 0.0, 0.005]), 1.0
+            target, grip = cube + torch.tensor([0.0, 0.0, 0.005], device=sc.device), 1.0
         elif t < 60:
-            target, grip = cube + torch.tensor([0.0, 0.0, 0.005]), -1.0
+            target, grip = cube + torch.tensor([0.0, 0.0, 0.005], device=sc.device), -1.0
         else:
             target, grip = torch.cat([cube[:, :2], goal[:, 2:] + 0.04], 1), -1.0
         if press_on_top:
             target, grip = cube, -1.0
         move = (0.2 * (target - ee) / cfg.arm.ee_delta_scale).clamp(-1.0, 1.0)  # integrating: low gain
         yaw = (0.5 * yaw_err / cfg.arm.yaw_delta_scale).clamp(-1.0, 1.0)
-        action = torch.cat([move, yaw[:, None], torch.full((n, 1), grip)], 1)
+        action = torch.cat([move, yaw[:, None], torch.full((n, 1), grip, device=sc.device)], 1)
         obs, _, _, _, info = env.step(action)
         success = info["success"]
     return {
@@ -60,29 +62,31 @@ def _state(n, **kw):
     """Hand-built reward terms: the cube (5 cm) resting at (0.5, 0, 0.025), the end effector on it,
     goal 15 cm above the floor, nothing grasped, no action change, at rest."""
     s = {
-        "ee": torch.tensor([[0.5, 0.0, 0.025]]).repeat(n, 1),
-        "cube_pos": torch.tensor([[0.5, 0.0, 0.025]]).repeat(n, 1),
-        "cube_size": torch.full((n,), 0.05),
-        "goal": torch.tensor([[0.5, 0.0, 0.15]]).repeat(n, 1),
-        "grasped": torch.zeros(n, dtype=torch.bool),
-        "action_rate": torch.zeros(n),
-        "joint_vel_sq": torch.zeros(n),
+        "ee": torch.tensor([[0.5, 0.0, 0.025]], device=sc.device).repeat(n, 1),
+        "cube_pos": torch.tensor([[0.5, 0.0, 0.025]], device=sc.device).repeat(n, 1),
+        "cube_size": torch.full((n,), 0.05, device=sc.device),
+        "goal": torch.tensor([[0.5, 0.0, 0.15]], device=sc.device).repeat(n, 1),
+        "grasped": torch.zeros(n, dtype=torch.bool, device=sc.device),
+        "action_rate": torch.zeros(n, device=sc.device),
+        "joint_vel_sq": torch.zeros(n, device=sc.device),
     }
     s.update(kw)
     return s
 
 
 def test_lift_reward_terms_and_success_on_hand_built_states():
-    env = gym.make_vec(LIFT, num_envs=3, device="cpu", seed=0).unwrapped
+    env = gym.make_vec(LIFT, num_envs=3, device=sc.device, seed=0).unwrapped
     w, hold_steps = env.cfg.reward, env.cfg.hold_steps
     # goal height 0.15, progress full at 0.15 + lift_margin. env 0: at the cube, not grasped;
     # env 1: grasped, half way up to full progress; env 2: grasped, at the goal height; env 3:
     # grasped, at full progress
     top = 0.15 + w.lift_margin
     z = [0.025, 0.025 + 0.5 * (top - 0.025), 0.15, top]
-    cube = torch.tensor([[0.5, 0.0, zi] for zi in z])
-    s = _state(4, cube_pos=cube, ee=cube.clone(), grasped=torch.tensor([False, True, True, True]))
-    hold = torch.tensor([0] + [hold_steps - 1] * 3, dtype=torch.int32)
+    cube = torch.tensor([[0.5, 0.0, zi] for zi in z], device=sc.device)
+    s = _state(
+        4, cube_pos=cube, ee=cube.clone(), grasped=torch.tensor([False, True, True, True], device=sc.device)
+    )
+    hold = torch.tensor([0] + [hold_steps - 1] * 3, dtype=torch.int32, device=sc.device)
     reward, success, out, info, hold = env.rewards(s, hold)
     at_goal = (0.15 - 0.025) / (top - 0.025)
     expected = torch.tensor(
@@ -91,38 +95,46 @@ def test_lift_reward_terms_and_success_on_hand_built_states():
             w.reach + w.grasp + 0.5 * w.lift,
             w.reach + w.grasp + at_goal * w.lift + w.success_bonus,
             w.reach + w.grasp + w.lift + w.success_bonus,
-        ]
+        ],
+        device=sc.device,
     )
     torch.testing.assert_close(reward, expected)
     assert success.tolist() == [False, False, True, True] and hold.tolist() == [0, 0, hold_steps, hold_steps]
     assert not out.any()
-    torch.testing.assert_close(info["cube_height"], torch.tensor(z) - 0.025)
+    torch.testing.assert_close(info["cube_height"], torch.tensor(z, device=sc.device) - 0.025)
     # the penalties, and a reach term that decays with distance; the cube off the table ends it
-    far = _state(1, ee=torch.tensor([[0.5, 0.0, 0.125]]), action_rate=torch.tensor([2.0]))
-    far["cube_pos"] = torch.tensor([[1.2, 0.0, 0.025]])
-    reward, _, out, _, _ = env.rewards(far, torch.zeros(1, dtype=torch.int32))
+    far = _state(
+        1,
+        ee=torch.tensor([[0.5, 0.0, 0.125]], device=sc.device),
+        action_rate=torch.tensor([2.0], device=sc.device),
+    )
+    far["cube_pos"] = torch.tensor([[1.2, 0.0, 0.025]], device=sc.device)
+    reward, _, out, _, _ = env.rewards(far, torch.zeros(1, dtype=torch.int32, device=sc.device))
     d = math.hypot(0.7, 0.1)
     torch.testing.assert_close(
-        reward, torch.tensor([w.reach * (1 - math.tanh(d / w.reach_std)) + 2 * w.action_rate])
+        reward, torch.tensor([w.reach * (1 - math.tanh(d / w.reach_std)) + 2 * w.action_rate], device=sc.device)
     )
     assert out.tolist() == [True]
 
 
 def test_push_reward_terms_and_success_on_hand_built_states():
-    env = gym.make_vec(PUSH, num_envs=2, device="cpu", seed=0).unwrapped
+    env = gym.make_vec(PUSH, num_envs=2, device=sc.device, seed=0).unwrapped
     w, r = env.cfg.reward, env.cfg.goal_radius
-    goal = torch.tensor([[0.6, 0.0, 0.025]]).repeat(2, 1)
-    cube = torch.tensor([[0.6 - 0.5 * r, 0.0, 0.025], [0.6, 0.0, 0.06]])  # in the goal; lifted over it
-    behind = torch.tensor([[0.6 - 0.5 * r - 0.045, 0.0, 0.025], [0.6, 0.0, 0.06]])
+    goal = torch.tensor([[0.6, 0.0, 0.025]], device=sc.device).repeat(2, 1)
+    cube = torch.tensor(
+        [[0.6 - 0.5 * r, 0.0, 0.025], [0.6, 0.0, 0.06]], device=sc.device
+    )  # in the goal; lifted over it
+    behind = torch.tensor([[0.6 - 0.5 * r - 0.045, 0.0, 0.025], [0.6, 0.0, 0.06]], device=sc.device)
     s = _state(2, cube_pos=cube, goal=goal, ee=behind)
-    reward, success, out, info, _ = env.rewards(s, torch.zeros(2, dtype=torch.int32))
+    reward, success, out, info, _ = env.rewards(s, torch.zeros(2, dtype=torch.int32, device=sc.device))
     assert success.tolist() == [True, False] and not out.any()
     t0 = 1 - math.tanh(0.5 * r / w.push_std)
     # env 1: the goal right under the cube leaves no "behind": the point is the cube's centre
     torch.testing.assert_close(
-        reward, torch.tensor([w.reach + w.push * t0 + w.success_bonus, w.reach + w.push + w.lifted])
+        reward,
+        torch.tensor([w.reach + w.push * t0 + w.success_bonus, w.reach + w.push + w.lifted], device=sc.device),
     )
-    torch.testing.assert_close(info["goal_distance"], torch.tensor([0.5 * r, 0.0]))
+    torch.testing.assert_close(info["goal_distance"], torch.tensor([0.5 * r, 0.0], device=sc.device))
 
 
 def _randomized(env):
@@ -142,7 +154,7 @@ def _randomized(env):
 
 
 def test_randomization_stays_in_range_and_every_reset_redraws_it():
-    env = gym.make_vec(LIFT, num_envs=64, device="cpu", seed=0)
+    env = gym.make_vec(LIFT, num_envs=64, device=sc.device, seed=0)
     r = env.unwrapped.cfg.randomization
     env.reset(seed=0)
     first = _randomized(env)
@@ -162,7 +174,7 @@ def test_randomization_stays_in_range_and_every_reset_redraws_it():
     # the cube rests on its own size, not the built one
     size = env.unwrapped.cube.get_size()[:, 2]
     torch.testing.assert_close(env.unwrapped.cube.get_pos()[:, 2], 0.5 * size + 1e-4)
-    mask = torch.zeros(64, dtype=torch.bool)
+    mask = torch.zeros(64, dtype=torch.bool, device=sc.device)
     mask[::2] = True
     env.reset(options={"reset_mask": mask})
     second = _randomized(env)
@@ -180,12 +192,12 @@ def test_single_env_views_pass_gymnasium_check_env(task):
 
 
 def test_a_blown_up_env_is_truncated_with_a_flag_and_reset_alone():
-    env = gym.make_vec(PUSH, num_envs=3, device="cpu", seed=0)
+    env = gym.make_vec(PUSH, num_envs=3, device=sc.device, seed=0)
     u = env.unwrapped
     env.reset(seed=0)
     q = u.cube.get_pos().clone()
     u.scene.sim.rigid_solver.t["qvel"][1, 0] = float("inf")
-    obs, reward, terminated, truncated, info = env.step(torch.zeros(3, 4))
+    obs, reward, terminated, truncated, info = env.step(torch.zeros(3, 4, device=sc.device))
     assert truncated.tolist() == [False, True, False] and info["final_info"]["sim_error"].tolist() == [
         False,
         True,
@@ -198,11 +210,13 @@ def test_a_blown_up_env_is_truncated_with_a_flag_and_reset_alone():
 
 
 def test_end_effector_modes_keep_the_hand_above_ee_z_min_and_hold_it_down():
-    env = gym.make_vec(PUSH, num_envs=4, device="cpu", seed=0)
+    env = gym.make_vec(PUSH, num_envs=4, device=sc.device, seed=0)
     obs, _ = env.reset(seed=0)
-    env.unwrapped.cube.set_pos(torch.tensor([[0.75, 0.35, 0.025]]).repeat(4, 1))  # out of the way
+    env.unwrapped.cube.set_pos(
+        torch.tensor([[0.75, 0.35, 0.025]], device=sc.device).repeat(4, 1)
+    )  # out of the way
     z_min = env.unwrapped.cfg.arm.ee_z_min
-    down = torch.tensor([[0.0, 0.0, -1.0, 0.0]]).repeat(4, 1)
+    down = torch.tensor([[0.0, 0.0, -1.0, 0.0]], device=sc.device).repeat(4, 1)
     z, tilt = [], 0.0
     for t in range(50):
         obs, *_ = env.step(down)

@@ -84,7 +84,7 @@ def test_terminal_observation_is_the_state_before_the_reset():
     off.reset(seed=5)
     g = torch.Generator().manual_seed(0)
     for _ in range(4):
-        a = torch.rand(3, 7, generator=g) * 2 - 1
+        a = (torch.rand(3, 7, generator=g) * 2 - 1).to(sc.device)
         obs_s, r_s, te_s, tr_s, info = same.step(a)
         obs_d, r_d, te_d, tr_d, _ = off.step(a)
     assert tr_s.all() and tr_d.all() and not te_s.any()
@@ -98,9 +98,9 @@ def test_terminal_observation_is_the_state_before_the_reset():
 def test_episode_statistics_sum_the_rewards():
     env = reach(4, max_episode_steps=6)
     env.reset(seed=1)
-    total = torch.zeros(4)
+    total = torch.zeros(4, device=sc.device)
     for _ in range(6):
-        _, r, _, tr, info = env.step(torch.zeros(4, 7))
+        _, r, _, tr, info = env.step(torch.zeros(4, 7, device=sc.device))
         total += r
     assert tr.all() and torch.allclose(info["episode"]["r"], total) and (info["episode"]["l"] == 6).all()
     assert info["episode"]["success"].dtype == torch.bool
@@ -110,7 +110,7 @@ def test_actions_outside_the_space_are_clipped():
     a, b = reach(2), reach(2)
     a.reset(seed=0)
     b.reset(seed=0)
-    big = torch.tensor([[5.0] * 7, [-3.0] * 7])
+    big = torch.tensor([[5.0] * 7, [-3.0] * 7], device=sc.device)
     oa = a.step(big)[0]
     ob = b.step(big.clamp(-1, 1))[0]
     assert torch.equal(oa, ob)
@@ -120,12 +120,18 @@ def test_bad_actions_name_the_expected_shape():
     env = reach(2)
     env.reset(seed=0)
     with pytest.raises(ValueError, match=r"expected shape \(2, 7\)"):
-        env.step(torch.zeros(3, 7))
+        env.step(torch.zeros(3, 7, device=sc.device))
     with pytest.raises(ValueError, match="NaN"):
-        env.step(torch.full((2, 7), float("inf")))
+        env.step(torch.full((2, 7), float("inf"), device=sc.device))
     with pytest.raises(TypeError, match="cannot be cast"):
-        env.step(torch.zeros(2, 7, dtype=torch.bool))
-    env.step(np.zeros((2, 7), dtype=np.float64))  # NumPy works on the CPU; ints and doubles are cast
+        env.step(torch.zeros(2, 7, dtype=torch.bool, device=sc.device))
+    with pytest.raises(ValueError, match=r"expected a tensor on"):
+        env.step(torch.zeros(2, 7, device="meta"))
+    if sc.device.type == "cpu":
+        env.step(np.zeros((2, 7), dtype=np.float64))  # NumPy works on the CPU; ints and doubles are cast
+    else:
+        with pytest.raises(TypeError, match="NumPy array but the env runs on"):
+            env.step(np.zeros((2, 7), dtype=np.float32))
 
 
 def test_device_mismatch_is_an_error():
@@ -151,12 +157,14 @@ def test_reward_and_success_on_hand_built_states():
     u = env.unwrapped
     env.reset(seed=0)
     ee = u.arm.ee_pos()
-    u.target_pos.copy_(ee + torch.tensor([[0.005, 0.0, 0.0], [0.0, 0.3, 0.0]]))  # inside / outside 2 cm
-    obs = u._observe(torch.full((2, u.step_noise_dim), 0.5))
+    u.target_pos.copy_(
+        ee + torch.tensor([[0.005, 0.0, 0.0], [0.0, 0.3, 0.0]], device=sc.device)
+    )  # inside / outside 2 cm
+    obs = u._observe(torch.full((2, u.step_noise_dim), 0.5, device=sc.device))
     assert torch.allclose(obs[:, 20:23], u.target_pos - ee, atol=1e-6)
-    reward, terminated, success, info = u._evaluate(torch.zeros(2, 7))
+    reward, terminated, success, info = u._evaluate(torch.zeros(2, 7, device=sc.device))
     w = u.cfg.reward
-    d = torch.tensor([0.005, 0.3])
+    d = torch.tensor([0.005, 0.3], device=sc.device)
     expected = (
         w.distance * d + w.distance_tanh * (1 - torch.tanh(d / w.tanh_std)) + w.success_bonus * (d < 0.02)
     )
@@ -170,7 +178,7 @@ def test_reach_is_solvable_with_differential_ik():
     env = reach(16, control_mode="ee_delta")
     u = env.unwrapped
     obs, _ = env.reset(seed=2)
-    succeeded = torch.zeros(16, dtype=torch.bool)
+    succeeded = torch.zeros(16, dtype=torch.bool, device=sc.device)
     for _ in range(60):
         action = (0.2 * obs[:, 20:23] / u.cfg.arm.ee_delta_scale).clamp(-1, 1)
         obs, _, terminated, _, info = env.step(action)
@@ -183,10 +191,12 @@ def test_joint_delta_moves_the_targets_by_the_scale():
     u = env.unwrapped
     env.reset(seed=0)
     before = u.arm.joint_targets.clone()
-    a = torch.zeros(2, 7)
+    a = torch.zeros(2, 7, device=sc.device)
     a[:, 0] = 0.5
     env.step(a)
-    assert torch.allclose(u.arm.joint_targets[:, 0] - before[:, 0], torch.full((2,), 0.5 * 0.05))
+    assert torch.allclose(
+        u.arm.joint_targets[:, 0] - before[:, 0], torch.full((2,), 0.5 * 0.05, device=sc.device)
+    )
 
 
 def test_non_finite_env_is_truncated_reported_and_reset():
@@ -194,7 +204,7 @@ def test_non_finite_env_is_truncated_reported_and_reset():
     u = env.unwrapped
     env.reset(seed=0)
     u.scene.sim.rigid_solver.t["qvel"][1, 2] = float("nan")
-    obs, reward, terminated, truncated, info = env.step(torch.zeros(3, 7))
+    obs, reward, terminated, truncated, info = env.step(torch.zeros(3, 7, device=sc.device))
     assert truncated.tolist() == [False, True, False] and info["final_info"]["sim_error"][1]
     assert torch.isfinite(obs).all() and torch.isfinite(reward).all()
     assert not u.scene.sim.rigid_solver.get_error_envs_mask().any()  # reset in the same step
@@ -255,7 +265,9 @@ class _IgnoresSeed(envs.FrankaReachEnv):
     ("mutant", "message"),
     [
         (_FinalObsAfterReset, "final_obs is not the terminal observation"),
-        (_ResetsEveryone, "reset_mask|other envs|changed observation|episode length"),
+        # on CUDA the masked reset runs every step (no host sync to test the mask), so this mutant
+        # resets everyone every step and the independence check sees it first
+        (_ResetsEveryone, "reset_mask|other envs|changed observation|episode length|independence"),
         (_CoupledEnvs, "independence"),
         (_IgnoresSeed, "different seed"),
     ],

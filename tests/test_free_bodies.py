@@ -51,8 +51,8 @@ def test_free_fall_matches_the_discrete_integrator_exactly():
     for _ in range(n):
         scene.step()
     z = 2.0 - g * dt * dt * n * (n + 1) / 2  # semi-implicit Euler: v += g dt, then x += v dt
-    assert torch.allclose(box.get_pos()[:, 2], torch.full((3,), z), atol=1e-5)
-    assert torch.allclose(box.get_vel()[:, 2], torch.full((3,), -g * dt * n), atol=1e-5)
+    assert torch.allclose(box.get_pos()[:, 2], torch.full((3,), z, device=sc.device), atol=1e-5)
+    assert torch.allclose(box.get_vel()[:, 2], torch.full((3,), -g * dt * n, device=sc.device), atol=1e-5)
     assert torch.allclose(box.get_pos()[:, :2], t32([[0.1, 0.2]] * 3))
 
 

@@ -25,15 +25,15 @@ def test_mass_and_damping_per_env_match_mujoco_models_with_those_values():
     damping = rng.uniform(0.0, 3.0, (N, m0.nv))
     ent.set_mass(t32(mass))
     ent.set_dofs_damping(t32(damping))
-    np.testing.assert_allclose(ent.get_mass().numpy(), mass, rtol=1e-6)
-    np.testing.assert_allclose(ent.get_dofs_damping().numpy(), damping, rtol=1e-6)
+    np.testing.assert_allclose(ent.get_mass().cpu().numpy(), mass, rtol=1e-6)
+    np.testing.assert_allclose(ent.get_dofs_damping().cpu().numpy(), damping, rtol=1e-6)
     q, v = random_qpos(m0, rng, N), rng.normal(0, 1.0, (N, m0.nv))
     tau = rng.uniform(-5, 5, (N, m0.nv))
     solver = scene.sim.rigid_solver
     solver.set_qpos(t32(q))
     solver.set_qvel(t32(v))
     ent.control_dofs_force(t32(tau))
-    out = {k: x.numpy() for k, x in solver.forward().items()}
+    out = {k: x.cpu().numpy() for k, x in solver.forward().items()}
     box = m0.body("e0/box").id
     for w in range(N):
         mw = copy.copy(m0)
@@ -65,9 +65,9 @@ def test_box_size_per_env_sets_shape_and_inertia_and_keeps_mass():
     size = rng.uniform(0.03, 0.07, (N, 3))
     mass0 = cube.get_mass()
     cube.set_size(t32(size))
-    np.testing.assert_allclose(cube.get_size().numpy(), size, rtol=1e-6)
+    np.testing.assert_allclose(cube.get_size().cpu().numpy(), size, rtol=1e-6)
     torch.testing.assert_close(cube.get_mass(), mass0)
-    inertia = scene.sim.rigid_solver.forward()["qM"][:, 3:, 3:].numpy()  # body frame at identity
+    inertia = scene.sim.rigid_solver.forward()["qM"][:, 3:, 3:].cpu().numpy()  # body frame at identity
     for w in range(N):
         spec = mujoco.MjSpec()
         body = spec.worldbody.add_body()
@@ -77,7 +77,7 @@ def test_box_size_per_env_sets_shape_and_inertia_and_keeps_mass():
         np.testing.assert_allclose(np.diag(inertia[w]), ref.body_inertia[1], rtol=2e-5)
     for _ in range(150):  # dropped from 10 cm, each env's box rests on its own half height
         scene.step()
-    np.testing.assert_allclose(cube.get_pos()[:, 2].numpy(), size[:, 2] / 2, atol=1e-3)
+    np.testing.assert_allclose(cube.get_pos()[:, 2].cpu().numpy(), size[:, 2] / 2, atol=1e-3)
 
 
 def test_mass_then_size_compose_and_envs_idx_selects():
@@ -85,8 +85,8 @@ def test_mass_then_size_compose_and_envs_idx_selects():
     m0 = float(cube.get_mass()[0])
     cube.set_mass(2.0 * m0, envs_idx=[1, 3])
     cube.set_size((0.1, 0.1, 0.1), envs_idx=torch.tensor([False, False, False, True]))
-    np.testing.assert_allclose(cube.get_mass().numpy(), [m0, 2 * m0, m0, 2 * m0], rtol=1e-6)
-    rot = scene.sim.rigid_solver.forward()["qM"][:, 3, 3].numpy()
+    np.testing.assert_allclose(cube.get_mass().cpu().numpy(), [m0, 2 * m0, m0, 2 * m0], rtol=1e-6)
+    rot = scene.sim.rigid_solver.forward()["qM"][:, 3, 3].cpu().numpy()
     i0 = m0 * 2 * 0.05**2 / 12
     np.testing.assert_allclose(rot, [i0, 2 * i0, i0, 2 * 4 * i0], rtol=1e-5)
 
@@ -126,7 +126,7 @@ def test_gravity_compensation_matches_mujoco_and_holds_the_arm_still():
     solver.set_qpos(t32(q))
     solver.set_qvel(t32(v))
     franka.control_dofs_force(torch.zeros(m.nv))
-    out = {k: x.numpy() for k, x in solver.forward().items()}
+    out = {k: x.cpu().numpy() for k, x in solver.forward().items()}
     for w in range(N):
         d.qpos[:], d.qvel[:] = q[w], v[w]
         mujoco.mj_forward(m, d)

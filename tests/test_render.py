@@ -72,7 +72,7 @@ def test_bad_render_options_are_errors():
 def test_video_file_round_trip(tmp_path):
     imageio = pytest.importorskip("imageio.v2")
     env = reach(2, autoreset_mode="Disabled", render_envs_idx=[0, 1])
-    frames = rollout_frames(lambda obs: torch.zeros(obs.shape[0], 7), env, steps=9, seed=1)
+    frames = rollout_frames(lambda obs: torch.zeros(obs.shape[0], 7, device=obs.device), env, steps=9, seed=1)
     assert len(frames) == 10
     path = tmp_path / "policy.mp4"
     write_video(path, frames, fps=env.metadata["render_fps"])

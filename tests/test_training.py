@@ -11,6 +11,7 @@ import gymnasium as gym
 import pytest
 import torch
 
+import sim_core as sc
 from training import distributed
 from training.cli import play
 from training.config import load_run_spec, parse_overrides
@@ -63,7 +64,7 @@ def test_overrides_parse_and_unknown_keys_are_named():
 
 
 def _ctx():
-    return distributed.Context(0, 1, 0, torch.device("cpu"))
+    return distributed.Context(0, 1, 0, sc.device)
 
 
 def test_ppo_learns_a_trivial_task(tmp_path):
@@ -92,8 +93,16 @@ def test_same_seed_same_parameters():
     assert torch.equal(params[0], params[1])
 
 
+def _env() -> dict:
+    """This environment with the repository first on the import path (what was on it stays)."""
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+
+
 def _run(args, **kw):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = _env()
     out = subprocess.run(
         [sys.executable, *args], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT, **kw
     )
@@ -146,18 +155,27 @@ def test_torchrun_ddp_keeps_ranks_identical(tmp_path):
 
 
 def test_multi_gpu_launcher_on_cpu_workers(tmp_path):
-    """No GPU here: two CPU workers form a DDP job; a failing worker stops the launcher with its status."""
+    """Two CPU workers (GPUs or not) form a DDP job; a failing worker stops the launcher with its status."""
     script = str(ROOT / "scripts" / "multi_gpu.py")
     common = ["--num-envs", "16", "--max-iterations", "1", "train.ppo.num_steps=8"]
-    out = _run([script, "--workers", "2", "--ddp", "--logdir", str(tmp_path), "--", *common])
+    out = _run([script, "--cpu", "--workers", "2", "--ddp", "--logdir", str(tmp_path), "--", *common])
     assert "worker 1: CPU" in out and json.loads((tmp_path / "ddp_check.json").read_text())["in_sync"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     bad = subprocess.run(
-        [sys.executable, script, "--workers", "2", "--logdir", str(tmp_path / "bad"), "--", "train.nope=1"],
+        [
+            sys.executable,
+            script,
+            "--cpu",
+            "--workers",
+            "2",
+            "--logdir",
+            str(tmp_path / "bad"),
+            "--",
+            "train.nope=1",
+        ],
         capture_output=True,
         text=True,
         timeout=300,
-        env=env,
+        env=_env(),
         cwd=ROOT,
     )
     assert bad.returncode != 0 and "exited with status" in bad.stderr
@@ -165,13 +183,12 @@ def test_multi_gpu_launcher_on_cpu_workers(tmp_path):
 
 def test_ctrl_c_saves_a_checkpoint(tmp_path):
     args = ["-m", "training", "train", "--num-envs", "16", "--max-iterations", "100000", "--device", "cpu"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     # a test run started in the background inherits SIGINT ignored, and so would the trainer
     proc = subprocess.Popen(
         [sys.executable, *args, "--logdir", str(tmp_path)],
         stdout=subprocess.PIPE,
         text=True,
-        env=env,
+        env=_env(),
         cwd=ROOT,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
