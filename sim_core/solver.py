@@ -81,7 +81,9 @@ class RigidSolver:
         )
         if contact_args is not None:  # contacts at the current state where no step ended there
             self._detect_set = step.record_detect(self.kernels, self.data, contact_args, split_args, 0)
-            self._detect_redo = step.record_detect(self.kernels, self.data, contact_args, split_args, 1)
+            self._detect_redo = [
+                step.record_detect(self.kernels, self.data, contact_args, split_args, m) for m in (1, 2)
+            ]
             self._contacts_stale = True  # some env's state was set since the last step (host flag)
         self._poses_fresh = False  # False: some env's poses may be out of date (see _stale)
         self._stale = torch.ones(self.nworld, dtype=torch.bool, device=device)  # per env, on the device
@@ -187,10 +189,11 @@ class RigidSolver:
     def _launch_step(self) -> None:
         """With contacts: their detection where the state was set since the last step (else the
         step starts from the contacts it ended with), the step's first pass, then its redo passes
-        (adaptive split, ``step.py``). On CUDA every launch runs over all envs (those with nothing
-        to do return at once; no host read). On the CPU, where the flags are in host memory
-        anyway, the redo runs over the flagged envs only and only as many passes as the most
-        substeps any asks for: there an idle thread still costs the copy of the kernel's arguments
+        (adaptive split, ``step.py``: a first redo, then a second of the envs it left too deep).
+        On CUDA every launch runs over all envs (those with nothing to do return at once; no host
+        read). On the CPU, where the flags are in host memory anyway, the redo runs over the
+        flagged envs only and only as many passes as the most substeps any asks for: there an
+        idle thread still costs the copy of the kernel's arguments
         (~0.2 ms per pass at 1024 envs)."""
         first, *redo = self._step_cmds
         cuda = self.device.type == "cuda"
@@ -200,16 +203,23 @@ class RigidSolver:
         first.launch()
         if not redo:
             return
+        first_redo, second_redo = redo[: step.MAX_SPLIT], redo[step.MAX_SPLIT :]
         if cuda:
-            self._detect_redo.launch()
-            for cmd in redo:
+            for cmd in [self._detect_redo[0], *first_redo, self._detect_redo[1], *second_redo]:
                 cmd.launch()
             return
         envs = torch.nonzero(self._split > 1).flatten()
         if envs.numel() == 0:
             return
         self._redo_envs[: envs.numel()] = envs
-        for cmd in [self._detect_redo, *redo[: int(self._split.max())]]:
+        for cmd in [self._detect_redo[0], *first_redo[: int(self._split.max())]]:
+            cmd.set_dim(envs.numel())
+            cmd.launch()
+        envs = torch.nonzero(self._split == step.ESCALATED).flatten()
+        if envs.numel() == 0:
+            return
+        self._redo_envs[: envs.numel()] = envs
+        for cmd in [self._detect_redo[1], *second_redo]:
             cmd.set_dim(envs.numel())
             cmd.launch()
 
@@ -321,7 +331,7 @@ class RigidSolver:
     def get_step_splits(self) -> torch.Tensor:
         """``([n_envs,])`` int32: into how many substeps each env's last step was split by the
         adaptive substeps (``RigidOptions.split_depth``; each of ``substeps`` substeps); 1: not
-        redone, and 1 everywhere without contacts."""
+        redone, 2-8 redone once, 16 redone a second time; 1 everywhere without contacts."""
         return self._split[0] if self.n_envs == 0 else self._split
 
     def get_solver_rounds(self) -> torch.Tensor:

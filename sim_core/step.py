@@ -6,8 +6,8 @@
   without contacts; it reads no host memory and can be captured in a CUDA graph. With contacts,
   ``detect`` first redetects the envs whose state a ``set_*`` changed since the last step, and an
   env whose step ended deeper than ``RigidOptions.split_depth`` in a contact has it redone in finer
-  substeps by up to ``MAX_SPLIT`` more launches (the adaptive split, ``_emit_split_start``,
-  ``_emit_split_check``, ``_emit_detect_kernel``).
+  substeps by up to ``MAX_SPLIT`` more launches, and once more in ``ESCALATED`` if that still ends
+  too deep (the adaptive split, ``_emit_split_start``, ``_emit_split_check``, ``_emit_detect_kernel``).
 - ``fk``: world poses of the bodies, run on demand when a getter asks for link poses after the
   state changed (a step without contacts or a ``set_*``), so a step that nobody reads poses from
   does not pay for it.
@@ -105,7 +105,8 @@ _SPLIT_ARGS = (
     f"qpos0: {_F}, qvel0: {_F}, split: wp.array(dtype=wp.int32), redo_envs: wp.array(dtype=wp.int32), "
     "split_pass: int, split_depth: float"
 )
-MAX_SPLIT = 8  # most substeps a flagged env's step is redone in
+MAX_SPLIT = 8  # most substeps the first redo of a flagged env's step takes
+ESCALATED = 2 * MAX_SPLIT  # substeps of the second redo, of a step whose first redo still ended too deep
 
 
 def free_body_dofs(t: Tree) -> list[int]:
@@ -122,12 +123,17 @@ def free_body_dofs(t: Tree) -> list[int]:
 
 def _emit_split_start(t: Tree, e: Emitter) -> None:
     """Pass -1 is the step of every env, saving its start state in ``qpos0``/``qvel0``; passes
-    0..MAX_SPLIT-1 redo the step of the envs it flagged (``split[w]`` >= 2) from that state (which
-    the ``detect`` kernel restored, with its contacts), one substep of ``dt / split[w]`` each."""
+    0..MAX_SPLIT-1 (the first redo) redo the step of the envs it flagged (``2 <= split[w] <=
+    MAX_SPLIT``) from that state (which the ``detect`` kernel restored, with its contacts), one
+    substep of ``dt / split[w]`` each; passes MAX_SPLIT..MAX_SPLIT+ESCALATED-1 (the second redo)
+    likewise for the envs whose first redo still ended too deep (``split[w] == ESCALATED``)."""
     m = t.m
     e("if split_pass >= 0:")
     with e.indent():
-        e("if split[w] < 2 or split_pass >= split[w]:")
+        e(f"if split_pass < {MAX_SPLIT}:")
+        e(f"    if split[w] < 2 or split[w] > {MAX_SPLIT} or split_pass >= split[w]:")
+        e("        return")
+        e(f"elif split[w] != {ESCALATED}:")
         e("    return")
         e("dt = dt_step / float(split[w])")
     e("else:")
@@ -153,7 +159,15 @@ def _emit_split_check(t: Tree, e: Emitter) -> None:
     one step from beyond the contact margin, or turned a face no contact covered into its
     neighbour: a pad striking at speed, a cube flung spinning), and a free body that moved further
     than the contact margin (it could have passed through a thin geom unseen) for as many as
-    margins it moved. The warm-start impulses scale to the substep. ``split_depth <= 0``: never."""
+    margins it moved. The warm-start impulses scale to the substep. ``split_depth <= 0``: never.
+    A substep of a first redo that ends deeper than ``split_depth`` (the finer substeps took
+    another path: a cube that turned onto a corner, a pad that met the cube sooner) flags its env
+    for the second redo, in ESCALATED substeps; the first redo's later substeps are skipped."""
+    e(f"if split_pass >= 0 and split_pass < {MAX_SPLIT}:")
+    with e.indent():
+        e("if _deep > split_depth:")
+        e(f"    scale_warm_start(cd, w, float(split[w]) / {float(ESCALATED)})")
+        e(f"    split[w] = {ESCALATED}")
     e("if split_pass < 0:")
     with e.indent():
         e("_k = float(1.0)")
@@ -174,7 +188,8 @@ def _emit_detect_kernel(t: Tree, e: Emitter) -> None:
     """``detect``: poses and contacts (``nxt``, ``wanted``, ``fresh``) at the current state, for the
     envs a step cannot start from the contacts the last one ended with: ``mode`` 0, those whose
     state was set since (``fresh[w] == 0``); ``mode`` 1, those the adaptive split redoes
-    (``split[redo_envs[i]] >= 2``), their start state restored from ``qpos0``/``qvel0`` first."""
+    (``split[redo_envs[i]] >= 2``), ``mode`` 2, those it redoes a second time (``== ESCALATED``),
+    their start state restored from ``qpos0``/``qvel0`` first."""
     m = t.m
     e("@wp.kernel")
     e(
@@ -185,10 +200,10 @@ def _emit_detect_kernel(t: Tree, e: Emitter) -> None:
     )
     with e.indent():
         e("w = wp.tid()")
-        e("if mode == 1:")
+        e("if mode >= 1:")
         with e.indent():
             e("w = redo_envs[w]")
-            e("if split[w] < 2:")
+            e(f"if split[w] < 2 or (mode == 2 and split[w] != {ESCALATED}):")
             e("    return")
             for k in range(m.nq):
                 e(f"qpos[w, {k}] = qpos0[w, {k}]")
@@ -410,7 +425,7 @@ def record_step(
     extra = [d.xpos, d.xquat, *contact_args] if contact_args else []
     passes = [None]
     if contact_args:
-        passes = [-1, *range(MAX_SPLIT)] if split_args[4] > 0 else [-1]
+        passes = [-1, *range(MAX_SPLIT + ESCALATED)] if split_args[4] > 0 else [-1]
     return [
         wp.launch(
             k.step,
@@ -425,7 +440,7 @@ def record_step(
 
 
 def record_detect(k: Kernels, d: Data, contact_args: list, split_args: list, mode: int) -> wp.Launch:
-    """The ``detect`` launch of ``mode`` (0: envs whose state was set, 1: envs to redo) with the
+    """The ``detect`` launch of ``mode`` (0: envs whose state was set, 1 and 2: envs to redo) with the
     step's ``contact_args`` and ``split_args`` (``record_step``), recorded once."""
     geoms, _cm, cd, margin = contact_args[:4]
     return wp.launch(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
+import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -314,8 +315,9 @@ def test_franka_grasps_lifts_and_holds_a_cube_in_every_env():
     assert r["errors"] == 0
 
 
-def test_random_arm_commands_stay_finite_and_shallow():
-    r = random_arm_stress()
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])  # before the second redo, 3 of these 4 went deeper than 5 mm
+def test_random_arm_commands_stay_finite_and_shallow(seed):
+    r = random_arm_stress(seed=seed)
     stats = {k: v for k, v in r.items() if k != "state"}
     assert r["env_steps"] >= 100_000
     assert r["finite"] and r["error_env_steps"] == 0 and r["dropped_contacts"] == 0, stats
@@ -325,8 +327,9 @@ def test_random_arm_commands_stay_finite_and_shallow():
     # friction within the cone (up to round-off) at nearly every contact: what a solve that ran out of
     # rounds leaves outside is projected back (before that, 1.2% of contacts, some with no normal force)
     assert r["contacts_outside_friction_cone"] < 2e-3 * r["mean_contacts"] * r["env_steps"], stats
-    again = random_arm_stress()
-    assert torch.equal(r["state"], again["state"])  # same seed, same device: bit for bit
+    if seed == 0:
+        again = random_arm_stress(seed=seed)
+        assert torch.equal(r["state"], again["state"])  # same seed, same device: bit for bit
 
 
 def _arm_and_cube_run(targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
