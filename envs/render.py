@@ -7,7 +7,8 @@ and task markers (targets, goals) are added as translucent spheres. Nothing here
 
 Headless OpenGL: ``sim_core`` picks ``MUJOCO_GL`` before MuJoCo is imported (``osmesa`` on a machine
 without a GPU or display: Debian's ``libosmesa6``; ``egl`` where an NVIDIA device exists, with
-``EGL_DEVICE_ID``); a missing library gives an error naming the package to install.
+``EGL_DEVICE_ID``), each only if its library is installed; a missing library gives an error naming the
+package to install.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import copy
 import importlib
 import os
+import platform
 from dataclasses import dataclass
 
 import mujoco
@@ -78,6 +80,15 @@ def _ensure_headless_backend() -> None:
     importlib.reload(gl_context)
 
 
+def _glfw_without_display() -> bool:
+    """MuJoCo's default backend (GLFW) chosen on a Linux machine with no display."""
+    return (
+        os.environ.get("MUJOCO_GL", "glfw") == "glfw"
+        and platform.system() == "Linux"
+        and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    )
+
+
 class SceneRenderer:
     """Renders envs of a built ``sim_core`` scene; create it lazily, on the first ``render()``."""
 
@@ -86,6 +97,8 @@ class SceneRenderer:
         self.model = copy.copy(scene.mjmodel)  # its geom sizes are set per env drawn
         self.data = mujoco.MjData(self.model)
         _ensure_headless_backend()
+        if _glfw_without_display():  # GLFW would abort the whole process, not raise
+            raise RenderUnavailableError(f"rendering is unavailable (GLFW needs a display). {_gl_help()}")
         try:
             self.renderer = mujoco.Renderer(self.model, cfg.height, cfg.width)
         except Exception as e:  # the GL backend could not start

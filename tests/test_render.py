@@ -1,11 +1,14 @@
 """Rendering through MuJoCo's renderer (OSMesa on the CPU here), videos, and Gymnasium's RecordVideo."""
 
+import sys
+
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 
 import envs
+from envs import render
 from envs.render import RenderUnavailableError
 from training.video import rollout_frames, write_video
 
@@ -120,3 +123,20 @@ def test_a_cube_is_drawn_at_its_per_env_size():
     assert (np.abs(large - small).sum(-1) > 30).sum() > 20
     cube.set_size(torch.tensor([0.02] * 3), envs_idx=[0])
     assert np.array_equal(env.render().astype(int), small)  # the size drawn is the env's, nothing kept
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="GLFW's display rule is the Linux one")
+def test_no_headless_library_and_no_display_is_a_clear_error(monkeypatch):
+    """Where neither libEGL nor OSMesa is installed, sim_core leaves MuJoCo on GLFW (so that
+    ``import mujoco`` still works) and rendering raises instead of letting GLFW abort the process."""
+    import sim_core._gl as gl
+
+    monkeypatch.setattr(gl, "find_library", lambda name: None)
+    assert gl.headless_backend() is None
+    for var in ("MUJOCO_GL", "DISPLAY", "WAYLAND_DISPLAY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(render, "headless_backend", lambda: None)
+    env = gym.make_vec(REACH, num_envs=1, render_mode="rgb_array", **SMALL)
+    env.reset(seed=0)
+    with pytest.raises(RenderUnavailableError, match="GLFW needs a display.*libEGL.*OSMesa"):
+        env.render()

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import sim_core as sc
+from envs.render import RenderUnavailableError
 from training import distributed
 from training.cli import play
 from training.config import load_run_spec, parse_overrides
@@ -110,22 +111,23 @@ def _run(args, **kw):
     return out.stdout
 
 
+def _can_render() -> bool:
+    """Whether this machine has a headless OpenGL (the CPU CI has OSMesa; a GPU box may lack libEGL)."""
+    env = gym.make_vec("WarpGym/FrankaReach-v0", num_envs=1, render_mode="rgb_array", render={"width": 32})
+    env.reset(seed=0)
+    try:
+        env.render()
+    except RenderUnavailableError:
+        return False
+    return True
+
+
 def test_cli_train_resume_play(tmp_path):
+    """Train with a TensorBoard video, resume, play with a video file (videos only where GL works)."""
+    videos = _can_render()
     small = ["--num-envs", "32", "--device", "cpu", "train.ppo.num_steps=8", "train.save_every=1"]
-    _run(
-        [
-            "-m",
-            "training",
-            "train",
-            "--max-iterations",
-            "2",
-            "--video-every",
-            "2",
-            "--logdir",
-            str(tmp_path),
-            *small,
-        ]
-    )
+    video_every = ["--video-every", "2"] if videos else []
+    _run(["-m", "training", "train", "--max-iterations", "2", *video_every, "--logdir", str(tmp_path), *small])
     ckpt = tmp_path / "checkpoints" / "last.pt"
     assert (tmp_path / "checkpoints" / "model_000002.pt").is_file() and ckpt.is_file()
     assert list(tmp_path.glob("events.out.tfevents.*")) and (tmp_path / "config.json").is_file()
@@ -133,14 +135,15 @@ def test_cli_train_resume_play(tmp_path):
     state = torch.load(ckpt, weights_only=False)
     assert state["iteration"] == 3 and state["env_steps"] == 3 * 32 * 8
     video = tmp_path / "play.mp4"
-    play_args = ["--checkpoint", str(ckpt), "--episodes", "8", "--device", "cpu", "--video", str(video)]
-    out = _run(["-m", "training", "play", *play_args])
+    play_args = ["--checkpoint", str(ckpt), "--episodes", "8", "--device", "cpu"]
+    out = _run(["-m", "training", "play", *play_args, *(["--video", str(video)] if videos else [])])
     result = json.loads(out.strip().splitlines()[-1])
-    assert result["episodes"] == 8 and 0.0 <= result["success_rate"] <= 1.0 and video.stat().st_size > 0
+    assert result["episodes"] == 8 and 0.0 <= result["success_rate"] <= 1.0
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(str(tmp_path), size_guidance={"images": 0}).Reload()
-    assert "videos/policy" in events.Tags()["images"] and "losses/approx_kl" in events.Tags()["scalars"]
+    assert "losses/approx_kl" in events.Tags()["scalars"]
+    assert not videos or (video.stat().st_size > 0 and "videos/policy" in events.Tags()["images"])
     assert play(str(ckpt), episodes=4, num_envs=2)["episodes"] == 4
 
 

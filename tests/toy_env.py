@@ -19,15 +19,17 @@ class PointEnv(gym.vector.VectorEnv):
         self.single_action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
-        self.gen = torch.Generator().manual_seed(seed)
-        self.pos = torch.zeros(num_envs, 2)
-        self.target = torch.zeros(num_envs, 2)
-        self.t = torch.zeros(num_envs, dtype=torch.int32)
-        self.ret = torch.zeros(num_envs)
+        self.gen = torch.Generator().manual_seed(seed)  # draws on the CPU, then moved: a toy
+        dev = self.device
+        self.pos = torch.zeros(num_envs, 2, device=dev)
+        self.target = torch.zeros(num_envs, 2, device=dev)
+        self.t = torch.zeros(num_envs, dtype=torch.int32, device=dev)
+        self.ret = torch.zeros(num_envs, device=dev)
 
     def _reset(self, mask):
-        self.pos[mask] = torch.rand(int(mask.sum()), 2, generator=self.gen) * 2 - 1
-        self.target[mask] = torch.rand(int(mask.sum()), 2, generator=self.gen) * 2 - 1
+        k = int(mask.sum())
+        self.pos[mask] = (torch.rand(k, 2, generator=self.gen) * 2 - 1).to(self.device)
+        self.target[mask] = (torch.rand(k, 2, generator=self.gen) * 2 - 1).to(self.device)
         self.t[mask] = 0
         self.ret[mask] = 0
 
@@ -37,7 +39,7 @@ class PointEnv(gym.vector.VectorEnv):
     def reset(self, *, seed=None, options=None):
         if seed is not None:
             self.gen.manual_seed(seed)
-        self._reset(torch.ones(self.num_envs, dtype=torch.bool))
+        self._reset(torch.ones(self.num_envs, dtype=torch.bool, device=self.device))
         return self._obs(), {}
 
     def step(self, actions):

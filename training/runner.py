@@ -22,6 +22,7 @@ from gymnasium.vector import AutoresetMode
 from torch.nn.parallel import DistributedDataParallel
 
 from envs.config import to_dict
+from envs.render import RenderUnavailableError
 
 from . import distributed
 from .config import RunSpec
@@ -121,6 +122,13 @@ class Runner:
         self._zeros = torch.zeros(self.cfg.num_envs, device=self.device)
         self.video_every = video_every
         self._video_env = None
+        if video_every and self.logger is not None:  # a machine that cannot render fails now, not later
+            self._video_env = make_video_env(self.spec, self.device, 4, seed=777)
+            self._video_env.reset(seed=777)
+            try:
+                self._video_env.render()
+            except RenderUnavailableError as e:
+                raise RenderUnavailableError(f"--video-every: {e}") from e
 
     def policy(self, obs: torch.Tensor) -> torch.Tensor:
         """The deterministic policy: the Gaussian's mean on (normalized) observations."""
@@ -187,8 +195,6 @@ class Runner:
 
     def _video(self) -> None:
         """A short deterministic rollout of 4 envs into TensorBoard (``--video-every``)."""
-        if self._video_env is None:
-            self._video_env = make_video_env(self.spec, self.device, 4, seed=777)
         env = self._video_env
         frames = rollout_frames(self.policy, env, env.unwrapped.max_episode_steps, seed=777 + self.iteration)
         add_video_to_tensorboard(
