@@ -193,8 +193,7 @@ class RigidSolver:
         On CUDA every launch runs over all envs (those with nothing to do return at once; no host
         read). On the CPU, where the flags are in host memory anyway, the redo runs over the
         flagged envs only and only as many passes as the most substeps any asks for: there an
-        idle thread still costs the copy of the kernel's arguments
-        (~0.2 ms per pass at 1024 envs)."""
+        idle thread still costs the copy of the kernel's arguments (~0.2 ms per pass at 1024 envs)."""
         first, *redo = self._step_cmds
         cuda = self.device.type == "cuda"
         if self.contacts is not None and (cuda or self._contacts_stale):
