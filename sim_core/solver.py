@@ -207,20 +207,20 @@ class RigidSolver:
             for cmd in [self._detect_redo[0], *first_redo, self._detect_redo[1], *second_redo]:
                 cmd.launch()
             return
-        envs = torch.nonzero(self._split > 1).flatten()
+        if self._redo_on_cpu(self._split > 1, [self._detect_redo[0], *first_redo[: int(self._split.max())]]):
+            self._redo_on_cpu(self._split == step.ESCALATED, [self._detect_redo[1], *second_redo])
+
+    def _redo_on_cpu(self, flagged: torch.Tensor, cmds: list) -> bool:
+        """Launch ``cmds`` (a redo's detect, then its passes) over the envs ``flagged`` (nworld,) bool
+        only; False if there are none."""
+        envs = torch.nonzero(flagged).flatten()
         if envs.numel() == 0:
-            return
+            return False
         self._redo_envs[: envs.numel()] = envs
-        for cmd in [self._detect_redo[0], *first_redo[: int(self._split.max())]]:
+        for cmd in cmds:
             cmd.set_dim(envs.numel())
             cmd.launch()
-        envs = torch.nonzero(self._split == step.ESCALATED).flatten()
-        if envs.numel() == 0:
-            return
-        self._redo_envs[: envs.numel()] = envs
-        for cmd in [self._detect_redo[1], *second_redo]:
-            cmd.set_dim(envs.numel())
-            cmd.launch()
+        return True
 
     def state_changed(self, sel: _select.EnvSel | None = None) -> None:
         """Mark the link poses and end-of-step contacts of the selected envs (default: all) out of

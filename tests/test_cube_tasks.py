@@ -121,9 +121,8 @@ def test_push_reward_terms_and_success_on_hand_built_states():
     env = gym.make_vec(PUSH, num_envs=2, device=sc.device, seed=0).unwrapped
     w, r = env.cfg.reward, env.cfg.goal_radius
     goal = torch.tensor([[0.6, 0.0, 0.025]], device=sc.device).repeat(2, 1)
-    cube = torch.tensor(
-        [[0.6 - 0.5 * r, 0.0, 0.025], [0.6, 0.0, 0.06]], device=sc.device
-    )  # in the goal; lifted over it
+    # in the goal; lifted over it
+    cube = torch.tensor([[0.6 - 0.5 * r, 0.0, 0.025], [0.6, 0.0, 0.06]], device=sc.device)
     behind = torch.tensor([[0.6 - 0.5 * r - 0.045, 0.0, 0.025], [0.6, 0.0, 0.06]], device=sc.device)
     s = _state(2, cube_pos=cube, goal=goal, ee=behind)
     reward, success, out, info, _ = env.rewards(s, torch.zeros(2, dtype=torch.int32, device=sc.device))
@@ -212,9 +211,7 @@ def test_a_blown_up_env_is_truncated_with_a_flag_and_reset_alone():
 def test_end_effector_modes_keep_the_hand_above_ee_z_min_and_hold_it_down():
     env = gym.make_vec(PUSH, num_envs=4, device=sc.device, seed=0)
     obs, _ = env.reset(seed=0)
-    env.unwrapped.cube.set_pos(
-        torch.tensor([[0.75, 0.35, 0.025]], device=sc.device).repeat(4, 1)
-    )  # out of the way
+    env.unwrapped.cube.set_pos(torch.tensor([[0.75, 0.35, 0.025]]).repeat(4, 1))  # out of the way
     z_min = env.unwrapped.cfg.arm.ee_z_min
     down = torch.tensor([[0.0, 0.0, -1.0, 0.0]], device=sc.device).repeat(4, 1)
     z, tilt = [], 0.0

@@ -157,9 +157,8 @@ def test_reward_and_success_on_hand_built_states():
     u = env.unwrapped
     env.reset(seed=0)
     ee = u.arm.ee_pos()
-    u.target_pos.copy_(
-        ee + torch.tensor([[0.005, 0.0, 0.0], [0.0, 0.3, 0.0]], device=sc.device)
-    )  # inside / outside 2 cm
+    offset = torch.tensor([[0.005, 0.0, 0.0], [0.0, 0.3, 0.0]], device=sc.device)  # inside / outside 2 cm
+    u.target_pos.copy_(ee + offset)
     obs = u._observe(torch.full((2, u.step_noise_dim), 0.5, device=sc.device))
     assert torch.allclose(obs[:, 20:23], u.target_pos - ee, atol=1e-6)
     reward, terminated, success, info = u._evaluate(torch.zeros(2, 7, device=sc.device))
