@@ -43,8 +43,10 @@ rounds (the alternation cycles: a tumbling cube, a pad pressed into the floor by
 starts from the last substep's impulses and active-set state of the same pair's row whose contact
 point was nearest (warm start, as Box2D and Bullet match contact points: a pair's slots reorder as
 a box's corners come and go). Everything runs in a fixed order: deterministic.
-``A^-1`` is applied with the packed ``L^T D L`` factor the step already computed, restricted to the
-dof ranges of the two bodies' kinematic trees (the factor is block-diagonal by tree).
+A contact's J, ``A^-1 J^T`` (by the packed ``L^T D L`` factor the step already computed, over the
+dof ranges of the two bodies' kinematic trees: the factor is block-diagonal by tree) and its
+entries of W are written by the generated step, unrolled for the model (``contact_rows.py``); a
+joint limit's by ``_limit_row`` here.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ import numpy as np
 import warp as wp
 
 from .collision import _Out
-from .types import JointType, Model
+from .types import Model
 
 wp.set_module_options({"enable_backward": False, "optimization_level": 3})
 
@@ -69,8 +71,6 @@ __all__ = [
 
 _vec5 = wp.types.vector(length=5, dtype=wp.float32)
 
-HINGE_DOF, SLIDE_DOF, FREE_T_DOF, FREE_R_DOF = 0, 1, 2, 3
-
 
 @wp.struct
 class ContactModel:
@@ -81,9 +81,7 @@ class ContactModel:
     geom_solimp: wp.array(dtype=_vec5)  # (ngeom,) (dmin, dmax, width m, midpoint, power)
     dof_body: wp.array(dtype=wp.int32)  # (nv,)
     dof_parent: wp.array(dtype=wp.int32)  # (nv,) -1 for a root dof
-    dof_kind: wp.array(dtype=wp.int32)  # (nv,) HINGE_DOF, SLIDE_DOF, FREE_T_DOF, FREE_R_DOF
     dof_fac: wp.array(dtype=wp.int32)  # (nv,) where dof i's L entries (its ancestors') start in fac
-    body_dof: wp.array(dtype=wp.int32)  # (nbody,) deepest dof that moves the body, -1 if none
     body_tree: wp.array(dtype=wp.vec2i)  # (nbody,) dof range [start, end) of the body's tree
     lim_dof: wp.array(dtype=wp.int32)  # (nlim,) the limited dofs, in the generated code's order
     ndinv: int  # offset of the nv inverse pivots in fac
@@ -107,8 +105,6 @@ class ContactData:
     fac: wp.array2d(dtype=wp.float32)  # (nworld, nfac) the step's packed factor of A
     vel0: wp.array2d(dtype=wp.float32)  # (nworld, nv) velocity at the start of the substep
     vel: wp.array2d(dtype=wp.float32)  # (nworld, nv) velocity being corrected
-    dof_xaxis: wp.array2d(dtype=wp.vec3)  # (nworld, nv) each dof's axis in the world, this substep
-    dof_xanchor: wp.array2d(dtype=wp.vec3)  # (nworld, nv) a point on the axis (hinges), world
     jac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) J: the (normal, t1, t2) rows per dof
     ajac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) A^-1 J^T, same layout
     wblk: wp.array2d(dtype=wp.mat33)  # (nworld, max_contacts) the contact's block of W = J A^-1 J^T
@@ -134,15 +130,6 @@ class ContactData:
     reg: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal row's regularization R
     mu: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) friction coefficient of the pair
     row_key: wp.array2d(dtype=wp.vec2i)  # (nworld, max_contacts) each row's pair, (-2, dof) for a limit
-
-
-@wp.func
-def _point_jac(kind: int, axis: wp.vec3, anchor: wp.vec3, p: wp.vec3) -> wp.vec3:
-    """World velocity of the point ``p`` per unit velocity of a dof of the given kind with world
-    ``axis`` and ``anchor`` (the point moves with that dof's subtree)."""
-    if kind == FREE_T_DOF or kind == SLIDE_DOF:
-        return axis
-    return wp.cross(axis, p - anchor)
 
 
 @wp.func
@@ -261,12 +248,13 @@ def _tree_dot(
 
 
 @wp.func
-def _normal_matrix(cd: ContactData, w: int, nc: int):
-    """``wnn[w, a, b]`` = J_a A^-1 J_b^T over the normal rows (non-zero when the contacts share a tree)."""
-    for a in range(nc):
-        ta = cd.trees[w, a]
-        for b in range(a, nc):
-            tb = cd.trees[w, b]
+def _normal_matrix(cd: ContactData, w: int, first: int, nrow: int):
+    """``wnn[w, a, b]`` = J_a A^-1 J_b^T over the normal rows, for the rows ``b`` from ``first`` on
+    (the contacts' were written with their rows; non-zero when the rows share a tree)."""
+    for b in range(first, nrow):
+        tb = cd.trees[w, b]
+        for a in range(b + 1):
+            ta = cd.trees[w, a]
             s = _tree_dot(cd.jac, cd.ajac, w, a, b, ta[0], ta[1], tb, 0.0)
             s = _tree_dot(cd.jac, cd.ajac, w, a, b, ta[2], ta[3], tb, s)
             cd.wnn[w, a, b] = s
@@ -523,21 +511,7 @@ def _limit_row(cm: ContactModel, cd: ContactData, w: int, r: int, d: int, side: 
 
 
 @wp.func
-def _normal_velocity(cm: ContactModel, cd: ContactData, w: int, g: wp.vec2i, p: wp.vec3, n: wp.vec3) -> float:
-    """Velocity of geom2's body relative to geom1's at ``p`` along ``n`` (dofs' current velocities)."""
-    vn = float(0.0)
-    for side in range(2):
-        sign = 2.0 * float(side) - 1.0
-        d = cm.body_dof[cm.geom_body[g[side]]]
-        while d >= 0:
-            jp = _point_jac(cm.dof_kind[d], cd.dof_xaxis[w, d], cd.dof_xanchor[w, d], p)
-            vn += sign * wp.dot(n, jp) * cd.vel[w, d]
-            d = cm.dof_parent[d]
-    return vn
-
-
-@wp.func
-def _idle_row(cd: ContactData, w: int, c: int):
+def idle_row(cd: ContactData, w: int, c: int):
     """Contact ``c`` sits out this substep: no dofs, never active, no impulse."""
     cd.trees[w, c] = wp.vec4i(0, 0, 0, 0)
     cd.wblk[w, c] = wp.mat33(0.0)
@@ -547,6 +521,53 @@ def _idle_row(cd: ContactData, w: int, c: int):
     cd.umin[w, c] = -1.0e30
     cd.reg[w, c] = 0.0
     cd.mu[w, c] = 0.0
+
+
+@wp.func
+def contact_tangent(n: wp.vec3) -> wp.vec3:
+    """The contact frame's first tangent: perpendicular to the normal ``n`` and to the world axis
+    ``n`` is least aligned with (the second is ``n x t1``)."""
+    t1 = wp.cross(n, wp.vec3(1.0, 0.0, 0.0))
+    if wp.abs(n[0]) > 0.5:
+        t1 = wp.cross(n, wp.vec3(0.0, 1.0, 0.0))
+    return wp.normalize(t1)
+
+
+@wp.func
+def start_row(
+    cm: ContactModel, cd: ContactData, w: int, c: int, dist: float, dt: float, max_penetration: float
+):
+    """Contact ``c``'s rows, once the generated step has written their J, A^-1 J^T, dof ranges and
+    3x3 block of W (``contact_rows.py``): the warm start (applied to ``cd.vel``), the normal row's
+    target velocity, regularization and depth cap, the friction coefficient."""
+    g = cd.slots.geom[w, c]
+    p = cd.slots.pos[w, c]
+    t = cd.trees[w, c]
+    lam = wp.vec3(0.0)
+    j = _warm_slot(cd, w, g, p)
+    cd.state[w, c] = INACTIVE
+    if j >= 0:
+        lam = cd.lam_prev[w, j]
+        cd.state[w, c] = cd.lam_state[w, j]  # the active set's start: where that row ended
+        _apply(cd.ajac, cd.vel, w, c, lam, t)
+    cd.lam[w, c] = lam
+    u_ref = -dist / dt  # speculative: close the gap, no further
+    reg = float(0.0)
+    if dist <= 0.0:
+        solref = 0.5 * (cm.geom_solref[g[0]] + cm.geom_solref[g[1]])
+        solimp = 0.5 * (cm.geom_solimp[g[0]] + cm.geom_solimp[g[1]])
+        tc = wp.max(solref[0], 2.0 * dt)
+        dmax = solimp[1]
+        imp = _impedance(solimp, -dist)
+        kk = 1.0 / (dmax * dmax * tc * tc * solref[1] * solref[1])
+        bb = 2.0 / (dmax * tc)
+        vn0 = _normal_dot(cd.jac, cd.vel0, w, c, t)
+        u_ref = vn0 + dt * (-bb * vn0 - kk * imp * dist)
+        reg = (1.0 - imp) / imp * cd.wblk[w, c][0, 0]
+    cd.uref[w, c] = u_ref
+    cd.reg[w, c] = reg
+    cd.umin[w, c] = -(dist + max_penetration) / dt
+    cd.mu[w, c] = wp.max(cd.friction[w, g[0]], cd.friction[w, g[1]])
 
 
 @wp.func
@@ -560,99 +581,19 @@ def solve_contacts(
     tolerance: float,
     max_penetration: float,
 ):
-    """Correct ``cd.vel[w]`` for env ``w``'s first ``nc`` contacts and its active joint limits
-    (``cd.lim_side``/``lim_tgt``) and write the contact forces to ``cd.force[w]`` (see the module
-    docstring), the dofs' world axes at the contacts' poses in ``cd.dof_xaxis``/``dof_xanchor``. Up to
-    ``iterations`` rounds of friction (normal impulses held: the warm start's at first), then all
-    normals, stopping once no row changes its velocity by ``tolerance`` (m/s) or more."""
-    for c in range(nc):
-        # speculative contacts that their bodies' velocities would not close within two substeps
-        # sit out this one: their rows stay empty (no dofs), inactive, without friction
-        dist = cd.slots.dist[w, c]
-        if dist > 0.0:
-            g = cd.slots.geom[w, c]
-            vn = _normal_velocity(cm, cd, w, g, cd.slots.pos[w, c], cd.slots.normal[w, c])
-            cd.uref[w, c] = wp.where(dist + 2.0 * dt * vn > 0.0, 1.0, 0.0)  # 1: sits out
-        else:
-            cd.uref[w, c] = 0.0
-    for c in range(nc):
-        # contact c's three rows (normal, t1, t2): J, A^-1 J^T, the 3x3 block of W, the normal row's
-        # target velocity and regularization; warm-start impulses
-        g = cd.slots.geom[w, c]
-        p = cd.slots.pos[w, c]
-        n = cd.slots.normal[w, c]
-        dist = cd.slots.dist[w, c]
-        cd.row_key[w, c] = g
-        if cd.uref[w, c] == 1.0:
-            _idle_row(cd, w, c)
-            continue
-        ta = cm.body_tree[cm.geom_body[g[0]]]
-        tb = cm.body_tree[cm.geom_body[g[1]]]
-        if tb[0] == ta[0] and tb[1] == ta[1]:
-            tb = wp.vec2i(0, 0)  # one tree: visit its dofs once
-        t = wp.vec4i(ta[0], ta[1], tb[0], tb[1])
-        cd.trees[w, c] = t
-        # a tangent frame: t1 perpendicular to n and to the world axis n is least aligned with
-        t1 = wp.cross(n, wp.vec3(1.0, 0.0, 0.0))
-        if wp.abs(n[0]) > 0.5:
-            t1 = wp.cross(n, wp.vec3(0.0, 1.0, 0.0))
-        t1 = wp.normalize(t1)
-        t2 = wp.cross(n, t1)
-        for i in range(t[0], t[1]):
-            cd.jac[w, c, i] = wp.vec3(0.0)
-        for i in range(t[2], t[3]):
-            cd.jac[w, c, i] = wp.vec3(0.0)
-        for side in range(2):
-            sign = 2.0 * float(side) - 1.0  # geom2's body counts positive
-            d = cm.body_dof[cm.geom_body[g[side]]]
-            while d >= 0:
-                jp = sign * _point_jac(cm.dof_kind[d], cd.dof_xaxis[w, d], cd.dof_xanchor[w, d], p)
-                cd.jac[w, c, d] = cd.jac[w, c, d] + wp.vec3(wp.dot(n, jp), wp.dot(t1, jp), wp.dot(t2, jp))
-                d = cm.dof_parent[d]
-        for i in range(t[0], t[1]):
-            cd.ajac[w, c, i] = cd.jac[w, c, i]
-        for i in range(t[2], t[3]):
-            cd.ajac[w, c, i] = cd.jac[w, c, i]
-        _solve3(cd.ajac, cd.fac, cm.dof_parent, cm.dof_fac, cm.ndinv, w, c, t[0], t[1])
-        _solve3(cd.ajac, cd.fac, cm.dof_parent, cm.dof_fac, cm.ndinv, w, c, t[2], t[3])
-        blk = wp.mat33(0.0)
-        for i in range(t[0], t[1]):
-            blk += wp.outer(cd.jac[w, c, i], cd.ajac[w, c, i])
-        for i in range(t[2], t[3]):
-            blk += wp.outer(cd.jac[w, c, i], cd.ajac[w, c, i])
-        cd.wblk[w, c] = blk
-        lam = wp.vec3(0.0)
-        j = _warm_slot(cd, w, g, p)
-        cd.state[w, c] = INACTIVE
-        if j >= 0:
-            lam = cd.lam_prev[w, j]
-            cd.state[w, c] = cd.lam_state[w, j]  # the active set's start: where that row ended
-            _apply(cd.ajac, cd.vel, w, c, lam, t)
-        cd.lam[w, c] = lam
-        u_ref = -dist / dt  # speculative: close the gap, no further
-        reg = float(0.0)
-        if dist <= 0.0:
-            solref = 0.5 * (cm.geom_solref[g[0]] + cm.geom_solref[g[1]])
-            solimp = 0.5 * (cm.geom_solimp[g[0]] + cm.geom_solimp[g[1]])
-            tc = wp.max(solref[0], 2.0 * dt)
-            dmax = solimp[1]
-            imp = _impedance(solimp, -dist)
-            kk = 1.0 / (dmax * dmax * tc * tc * solref[1] * solref[1])
-            bb = 2.0 / (dmax * tc)
-            vn0 = _normal_dot(cd.jac, cd.vel0, w, c, t)
-            u_ref = vn0 + dt * (-bb * vn0 - kk * imp * dist)
-            reg = (1.0 - imp) / imp * blk[0, 0]
-        cd.uref[w, c] = u_ref
-        cd.reg[w, c] = reg
-        cd.umin[w, c] = -(dist + max_penetration) / dt
-        cd.mu[w, c] = wp.max(cd.friction[w, g[0]], cd.friction[w, g[1]])
+    """Correct ``cd.vel[w]`` for env ``w``'s first ``nc`` contacts, whose rows are set up
+    (``start_row`` or ``idle_row``, and the contacts' entries of ``cd.wnn``), and its active joint
+    limits (``cd.lim_side``/``lim_tgt``); write the contact forces to ``cd.force[w]`` (see the module
+    docstring). Up to ``iterations`` rounds of friction (normal impulses held: the warm start's at
+    first), then all normals, stopping once no row changes its velocity by ``tolerance`` (m/s) or
+    more."""
     nrow = nc
     for k in range(cm.lim_dof.shape[0]):  # active limits of touched trees: one more row each
         d = cm.lim_dof[k]
         if cd.lim_side[w, k] != 0.0 and _touched(cd, w, nc, d):
             _limit_row(cm, cd, w, nrow, d, cd.lim_side[w, k], cd.lim_tgt[w, k])
             nrow += 1
-    _normal_matrix(cd, w, nrow)
+    _normal_matrix(cd, w, nc, nrow)
     cd.nact[w] = -1  # a new matrix: no factor yet
     # rounds of friction (the normal impulses held), each closed by the normal solve, until nothing
     # changes by ``tolerance`` or the budget is spent; then up to CONE_PASSES rounds that project
@@ -751,14 +692,6 @@ def forget_contacts(cd: ContactData, w: int, start: int):
 def build_contact_model(m: Model, mjm, device: str) -> ContactModel:
     """The constant tables of ``m`` (``mjm``: the compiled MjModel, for the geoms' solref/solimp)."""
     nv, nbody = m.nv, m.nbody
-    kind = np.zeros(nv, np.int32)
-    for d in range(nv):
-        j = int(m.dof_jntid[d])
-        jt, k = JointType(int(m.jnt_type[j])), d - int(m.jnt_dofadr[j])
-        if jt == JointType.FREE:
-            kind[d] = FREE_T_DOF if k < 3 else FREE_R_DOF
-        else:
-            kind[d] = HINGE_DOF if jt == JointType.HINGE else SLIDE_DOF
     fac_off, off = np.zeros(nv, np.int32), 0
     for d in range(nv):
         fac_off[d] = off
@@ -766,7 +699,7 @@ def build_contact_model(m: Model, mjm, device: str) -> ContactModel:
         while j >= 0:
             off += 1
             j = m.dof_parentid[j]
-    body_dof = np.full(nbody, -1, np.int32)
+    body_dof = np.full(nbody, -1, np.int32)  # deepest dof that moves the body, -1 if none
     body_tree = np.zeros((nbody, 2), np.int32)
     for b in range(1, nbody):
         p = int(m.body_parentid[b])
@@ -787,9 +720,7 @@ def build_contact_model(m: Model, mjm, device: str) -> ContactModel:
     cm.geom_solimp = arr(mjm.geom_solimp.astype(np.float32), _vec5)
     cm.dof_body = arr(m.dof_bodyid.astype(np.int32), wp.int32)
     cm.dof_parent = arr(m.dof_parentid.astype(np.int32), wp.int32)
-    cm.dof_kind = arr(kind, wp.int32)
     cm.dof_fac = arr(fac_off, wp.int32)
-    cm.body_dof = arr(body_dof, wp.int32)
     cm.body_tree = arr(body_tree, wp.vec2i)
     lim = [int(m.jnt_dofadr[j]) for j in range(m.njnt) if m.jnt_limited[j]]  # as Tree.limited_dofs
     cm.lim_dof = arr(np.array(lim, np.int32).reshape(-1), wp.int32)
@@ -839,8 +770,6 @@ def make_contact_data(
     cd.fac = scratch((nfac,))
     cd.vel0 = scratch((nv,))
     cd.vel = scratch((nv,))
-    cd.dof_xaxis = scratch((nv,), wp.vec3)
-    cd.dof_xanchor = scratch((nv,), wp.vec3)
     cd.jac = scratch((rows, nv), wp.vec3)
     cd.ajac = scratch((rows, nv), wp.vec3)
     cd.wblk = scratch((rows,), wp.mat33)

@@ -10,6 +10,8 @@ of a matrix with M's sparsity, no fill-in on a tree).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .codegen import Emitter, Tree, lit
 from .kinematics import force_to_parent, motion_to_child
 from .segments import Segment
@@ -196,16 +198,17 @@ def emit_factor(t: Tree, e: Emitter, diag_extra: list[str] | None = None) -> Non
             e(f"a{k}_{i} = _t")
 
 
-def emit_solve(t: Tree, e: Emitter, rhs: list[str], out: str) -> None:
-    """``{out}{i}`` = A^-1 rhs with the factorization from ``emit_factor`` (MuJoCo's mj_solveM)."""
-    m = t.m
-    for i in range(m.nv):
+def emit_solve(t: Tree, e: Emitter, rhs: list[str], out: str, dofs: Sequence[int] | None = None) -> None:
+    """``{out}{i}`` = A^-1 rhs with the factorization from ``emit_factor`` (MuJoCo's mj_solveM);
+    ``dofs``: only these (whole kinematic trees, ascending; the factor is block-diagonal by tree)."""
+    dofs = list(range(t.m.nv)) if dofs is None else list(dofs)
+    for i in dofs:
         e(f"{out}{i} = {rhs[i]}")
-    for i in range(m.nv - 1, -1, -1):
+    for i in reversed(dofs):
         for j in t.ancestors(i):
             e(f"{out}{j} = {out}{j} - a{i}_{j} * {out}{i}")
-    for i in range(m.nv):
+    for i in dofs:
         e(f"{out}{i} = {out}{i} * dinv{i}")
-    for i in range(m.nv):
+    for i in dofs:
         for j in t.ancestors(i):
             e(f"{out}{i} = {out}{i} - a{i}_{j} * {out}{j}")

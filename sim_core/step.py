@@ -27,11 +27,10 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-import numpy as np
 import warp as wp
 
-from . import actuation, dynamics, integrator, kinematics
-from .codegen import Emitter, Tree, is_zero, vec3
+from . import actuation, contact_rows, dynamics, integrator, kinematics
+from .codegen import Emitter, Tree
 from .types import Data, JointType
 
 __all__ = [
@@ -95,7 +94,8 @@ def _emit_dynamics(t: Tree, e: Emitter) -> None:
 
 _CONTACT_IMPORTS = """\
 from sim_core.collision import Geoms, _Out, collide_deepest, copy_contacts
-from sim_core.contact_solver import ContactData, ContactModel, forget_contacts, scale_warm_start, solve_contacts
+from sim_core.contact_solver import ContactData, ContactModel, contact_tangent, forget_contacts, idle_row
+from sim_core.contact_solver import scale_warm_start, solve_contacts, start_row
 """
 _CONTACT_ARGS = (
     "xpos_s: wp.array2d(dtype=wp.vec3), xquat_s: wp.array2d(dtype=wp.vec4), geoms: Geoms, "
@@ -217,26 +217,6 @@ def _emit_detect_kernel(t: Tree, e: Emitter) -> None:
     e("")
 
 
-def _emit_dof_axes(t: Tree, e: Emitter) -> None:
-    """Each dof's world axis and anchor from the poses ``xp{b}``/``xq{b}`` just computed (the
-    contact Jacobians' columns), constants folded."""
-    m = t.m
-    for d in range(m.nv):
-        j, b = int(m.dof_jntid[d]), int(m.dof_bodyid[d])
-        k = d - int(m.jnt_dofadr[j])
-        if m.jnt_type[j] == JointType.FREE:
-            if k < 3:
-                e(f"cd.dof_xaxis[w, {d}] = {vec3(np.eye(3)[k])}")
-                continue
-            axis, anchor = np.eye(3)[k - 3], np.zeros(3)
-        else:
-            axis, anchor = m.jnt_axis[j], m.jnt_pos[j]
-        e(f"cd.dof_xaxis[w, {d}] = wp.quat_rotate(xq{b}, {vec3(axis)})")
-        if m.jnt_type[j] != JointType.SLIDE:
-            at = f"xp{b}" if is_zero(anchor) else f"xp{b} + wp.quat_rotate(xq{b}, {vec3(anchor)})"
-            e(f"cd.dof_xanchor[w, {d}] = {at}")
-
-
 def _emit_contacts(t: Tree, e: Emitter) -> None:
     """Poses at this substep's positions, their contacts (those the last substep ended with), then
     the contact solver correcting ``v{i}`` (see ``contact_solver.py``)."""
@@ -256,10 +236,10 @@ def _emit_contacts(t: Tree, e: Emitter) -> None:
             e(f"cd.fac[w, {k}] = {name}")
         for i in range(m.nv):
             e(f"cd.vel[w, {i}] = v{i}")
-        _emit_dof_axes(t, e)
         for k, (i, _a, _lo, _hi) in enumerate(t.limited_dofs()):
             e(f"cd.lim_side[w, {k}] = side{i}")
             e(f"cd.lim_tgt[w, {k}] = tgt{i}")
+        contact_rows.emit_contact_rows(t, e)
         e("solve_contacts(cm, cd, w, _ncs, dt, iterations, tolerance, max_pen)")
         for i in range(m.nv):
             e(f"v{i} = cd.vel[w, {i}]")
