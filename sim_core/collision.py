@@ -604,17 +604,20 @@ def collide_env(
         r2 = wp.quat(bq2[1], bq2[2], bq2[3], bq2[0])
         c1 = xpos[w, b1] + wp.quat_rotate(r1, g.pos[g1])  # geom centers and orientations, world
         c2 = xpos[w, b2] + wp.quat_rotate(r2, g.pos[g2])
-        q1 = r1 * g.quat[g1]
-        q2 = r2 * g.quat[g2]
         t1 = g.type[g1]
         t2 = g.type[g2]
         s1 = g.size[w, g1]
         s2 = g.size[w, g2]
+        q1 = r1 * g.quat[g1]
         z1 = wp.quat_rotate(q1, wp.vec3(0.0, 0.0, 1.0))
-        z2 = wp.quat_rotate(q2, wp.vec3(0.0, 0.0, 1.0))
         if t1 == 0:  # a plane: its normal is its frame's z axis
             if wp.dot(c2 - c1, z1) - _bound(t2, s2) >= margin:
                 continue
+        elif wp.length(c2 - c1) - _bound(t1, s1) - _bound(t2, s2) >= margin:
+            continue  # bounding spheres apart: most pairs, most steps; the rest of the frames only after
+        q2 = r2 * g.quat[g2]
+        z2 = wp.quat_rotate(q2, wp.vec3(0.0, 0.0, 1.0))
+        if t1 == 0:
             if t2 == 2:
                 dist = wp.dot(c2 - c1, z1) - s2[0]
                 n = _emit(n, w, c2 - z1 * (s2[0] + 0.5 * dist), z1, dist, g1, g2, margin, out)
@@ -636,8 +639,6 @@ def collide_env(
                     if dist < margin and found < 4:  # MuJoCo keeps at most 4 box corners
                         found += 1
                         n = _emit(n, w, corner - z1 * (0.5 * dist), z1, dist, g1, g2, margin, out)
-            continue
-        if wp.length(c2 - c1) - _bound(t1, s1) - _bound(t2, s2) >= margin:
             continue
         if t1 == 2:  # a sphere
             if t2 == 2:

@@ -116,7 +116,8 @@ def _touches(rows: str, s: int, end: int) -> str:
 def emit_contact_rows(t: Tree, e: Emitter) -> None:
     """For each of the ``_ncs`` contacts in ``cd.slots``: its rows and blocks of ``W`` into ``cd``,
     its warm start applied to ``cd.vel`` (``start_row``), or ``idle_row`` if it sits out this
-    substep. Needs the poses ``xp{b}``/``xq{b}``, velocities ``v{i}`` and the factor in scope."""
+    substep. Needs in scope the poses ``xp{b}``/``xq{b}``, the velocities ``v{i}`` (and ``v0_{i}``,
+    at the start of the substep) and the factor."""
     chains = _chains(t)
     trees = _trees(t, {d for chain in chains.values() for d in chain})
     tree_dofs = [d for s, end in trees for d in range(s, end)]
@@ -167,6 +168,7 @@ def emit_contact_rows(t: Tree, e: Emitter) -> None:
                         dot = " + ".join(f"cd.jac[w, _a, {d}][0] * aj{d}[0]" for d in dofs)
                         e(f"    cd.wnn[w, _a, _c] = cd.wnn[w, _a, _c] + {dot}")
             e("cd.wblk[w, _c] = _blk")
-            e("start_row(cm, cd, w, _c, _dist, dt, max_pen)")
+            e("_vn0 = " + (" + ".join(f"j{d}[0] * v0_{d}" for d in tree_dofs) or "0.0"))
+            e("start_row(cm, cd, w, _c, _dist, _vn0, dt, max_pen)")
         e("for _a in range(_c):")
         e("    cd.wnn[w, _c, _a] = cd.wnn[w, _a, _c]")

@@ -103,7 +103,6 @@ class ContactData:
     lim_side: wp.array2d(dtype=wp.float32)  # (nworld, nlim) +1 / -1: lower / upper limit active, 0: not
     lim_tgt: wp.array2d(dtype=wp.float32)  # (nworld, nlim) velocity that lands the joint on its limit
     fac: wp.array2d(dtype=wp.float32)  # (nworld, nfac) the step's packed factor of A
-    vel0: wp.array2d(dtype=wp.float32)  # (nworld, nv) velocity at the start of the substep
     vel: wp.array2d(dtype=wp.float32)  # (nworld, nv) velocity being corrected
     jac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) J: the (normal, t1, t2) rows per dof
     ajac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) A^-1 J^T, same layout
@@ -535,11 +534,19 @@ def contact_tangent(n: wp.vec3) -> wp.vec3:
 
 @wp.func
 def start_row(
-    cm: ContactModel, cd: ContactData, w: int, c: int, dist: float, dt: float, max_penetration: float
+    cm: ContactModel,
+    cd: ContactData,
+    w: int,
+    c: int,
+    dist: float,
+    vn0: float,
+    dt: float,
+    max_penetration: float,
 ):
     """Contact ``c``'s rows, once the generated step has written their J, A^-1 J^T, dof ranges and
     3x3 block of W (``contact_rows.py``): the warm start (applied to ``cd.vel``), the normal row's
-    target velocity, regularization and depth cap, the friction coefficient."""
+    target velocity (``vn0``: its normal velocity at the start of the substep), regularization and
+    depth cap, the friction coefficient."""
     g = cd.slots.geom[w, c]
     p = cd.slots.pos[w, c]
     t = cd.trees[w, c]
@@ -561,7 +568,6 @@ def start_row(
         imp = _impedance(solimp, -dist)
         kk = 1.0 / (dmax * dmax * tc * tc * solref[1] * solref[1])
         bb = 2.0 / (dmax * tc)
-        vn0 = _normal_dot(cd.jac, cd.vel0, w, c, t)
         u_ref = vn0 + dt * (-bb * vn0 - kk * imp * dist)
         reg = (1.0 - imp) / imp * cd.wblk[w, c][0, 0]
     cd.uref[w, c] = u_ref
@@ -768,7 +774,6 @@ def make_contact_data(
     for name in ("lim_side", "lim_tgt"):
         setattr(cd, name, scratch((max(nlim, 1),)))
     cd.fac = scratch((nfac,))
-    cd.vel0 = scratch((nv,))
     cd.vel = scratch((nv,))
     cd.jac = scratch((rows, nv), wp.vec3)
     cd.ajac = scratch((rows, nv), wp.vec3)

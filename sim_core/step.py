@@ -323,7 +323,7 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
             e.depth += 1
         if contacts:
             for i in range(m.nv):
-                e(f"cd.vel0[w, {i}] = v{i}")
+                e(f"v0_{i} = v{i}")
         _emit_dynamics(t, e)
         integrator.emit_velocity_update(t, e, "dt")
         for i in range(m.nv):
