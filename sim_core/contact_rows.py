@@ -108,6 +108,14 @@ def _emit_jacobian(t: Tree, e: Emitter, chains: dict[int, list[int]], tree_dofs:
                     e(f"j{d} = j{d} {sign} wp.vec3(wp.dot(_n, _jp), wp.dot(_t1, _jp), wp.dot(_t2, _jp))")
 
 
+def _emit_zero_rows(e: Emitter, dofs) -> None:
+    """Contact ``_c``'s J and A^-1 J^T are zero at ``dofs`` (the solver's dof loops run over all
+    dofs, ``contact_solver._rows_dot``)."""
+    for d in dofs:
+        e(f"cd.jac[w, _c, {d}] = wp.vec3(0.0)")
+        e(f"cd.ajac[w, _c, {d}] = wp.vec3(0.0)")
+
+
 def _touches(rows: str, s: int, end: int) -> str:
     """Condition: the rows with dof ranges ``rows`` (a ``wp.vec4i``) touch the tree [s, end)."""
     return f"(({rows}[0] == {s} and {rows}[1] == {end}) or ({rows}[2] == {s} and {rows}[3] == {end}))"
@@ -147,11 +155,14 @@ def emit_contact_rows(t: Tree, e: Emitter) -> None:
         e("for _a in range(_c + 1):")
         e("    cd.wnn[w, _a, _c] = 0.0")
         e("if _idle:")
-        e("    idle_row(cd, w, _c)")
+        with e.indent():
+            e("idle_row(cd, w, _c)")
+            _emit_zero_rows(e, range(t.m.nv))
         e("else:")
         with e.indent():
             e("cd.trees[w, _c] = _rt")
             e("_blk = wp.mat33(0.0)")
+            _emit_zero_rows(e, [d for d in range(t.m.nv) if d not in tree_dofs])
             for s, end in trees:
                 dofs = range(s, end)
                 e(f"if {_touches('_rt', s, end)}:")
@@ -167,8 +178,11 @@ def emit_contact_rows(t: Tree, e: Emitter) -> None:
                         e(f"if {_touches('_tr', s, end)}:")
                         dot = " + ".join(f"cd.jac[w, _a, {d}][0] * aj{d}[0]" for d in dofs)
                         e(f"    cd.wnn[w, _a, _c] = cd.wnn[w, _a, _c] + {dot}")
+                e("else:")
+                with e.indent():
+                    _emit_zero_rows(e, dofs)
             e("cd.wblk[w, _c] = _blk")
             e("_vn0 = " + (" + ".join(f"j{d}[0] * v0_{d}" for d in tree_dofs) or "0.0"))
-            e("start_row(cm, cd, w, _c, _dist, _vn0, dt, max_pen)")
+            e("start_row(cm, cd, w, _c, _dist, _vn0, dt, max_pen, vec_nv())")
         e("for _a in range(_c):")
         e("    cd.wnn[w, _c, _a] = cd.wnn[w, _a, _c]")

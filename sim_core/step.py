@@ -240,7 +240,7 @@ def _emit_contacts(t: Tree, e: Emitter) -> None:
             e(f"cd.lim_side[w, {k}] = side{i}")
             e(f"cd.lim_tgt[w, {k}] = tgt{i}")
         contact_rows.emit_contact_rows(t, e)
-        e("solve_contacts(cm, cd, w, _ncs, dt, iterations, tolerance, max_pen)")
+        e("solve_contacts(cm, cd, w, _ncs, dt, iterations, tolerance, max_pen, vec_nv())")
         for i in range(m.nv):
             e(f"v{i} = cd.vel[w, {i}]")
     e("else:")
