@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sim_core as sc  # noqa: E402
 from envs.ik import dls_step  # noqa: E402
-from sim_core.transforms import quat_mul, quat_rotate  # noqa: E402
+from sim_core.transforms import contact_frame, quat_mul, quat_rotate  # noqa: E402
 
 CUBE = 0.05  # edge, m
 RHO = 1000.0  # kg/m^3: a 125 g cube
@@ -283,6 +283,47 @@ def against_mujoco() -> dict:
     }
 
 
+def contact_jacobians_against_mujoco(steps: int = 200, seed: int = 8) -> dict:
+    """The contact rows the generated step wrote (``contact_rows.py``): each contact's J, the
+    velocity of geom b's body minus geom a's at the contact point along (normal, t1, t2), against
+    MuJoCo C's ``mj_jac`` at the same configuration, while a random walk of arm targets works the
+    hand against the cube and the floor (one env; the rows of the last substep are in the solver's
+    scratch afterwards). Rows of contacts that sat out the substep are zero and skipped."""
+    scene, franka = _arm_and_cube_scene(1, sc.RigidOptions(split_depth=None))  # one substep a step
+    solver, m = scene.sim.rigid_solver, scene.mjmodel
+    d = mujoco.MjData(m)
+    franka.set_dofs_position(torch.tensor(GRASP_READY + (0.04, 0.04)))
+    g = torch.Generator().manual_seed(seed)
+    target = torch.tensor(GRASP_READY + (0.04, 0.04))
+    lo, hi = (torch.as_tensor(m.jnt_range[:9, k], dtype=torch.float32) for k in (0, 1))
+    compared, arm_rows, err = 0, 0, 0.0
+    jacp, jacr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+    for _ in range(steps):
+        target[:7] = torch.clamp(target[:7] + 0.1 * (torch.rand(7, generator=g) - 0.5), lo[:7], hi[:7])
+        target[7:] = 0.04 * torch.rand(2, generator=g)
+        franka.control_dofs_position(target.to(sc.device))
+        d.qpos[:] = solver.get_qpos()[0].cpu().numpy()  # the configuration the step's rows are built at
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_comPos(m, d)
+        scene.step()
+        c = solver.get_contacts()
+        jac = solver.contacts.jac.numpy()[0]  # (rows, nv, 3): J's (normal, t1, t2) rows per dof
+        t1, t2 = contact_frame(c["normal"][0])
+        for k in np.flatnonzero(c["valid_mask"][0].cpu().numpy()):
+            if not jac[k].any():
+                continue  # sat out this substep
+            p = c["position"][0, k].double().cpu().numpy()
+            rel = np.zeros((3, m.nv))
+            for body, sign in ((int(c["link_a"][0, k]), -1.0), (int(c["link_b"][0, k]), 1.0)):
+                mujoco.mj_jac(m, d, jacp, jacr, p, body)
+                rel += sign * jacp
+            frame = torch.stack([c["normal"][0, k], t1[k], t2[k]]).double().cpu().numpy()
+            err = max(err, float(np.abs(frame @ rel - jac[k].T).max()))
+            compared += 1
+            arm_rows += not {int(c["link_a"][0, k]), int(c["link_b"][0, k])} <= {0, m.nbody - 1}  # cube: last
+    return {"rows_compared": compared, "rows_touching_the_arm": arm_rows, "max_abs_error": err}
+
+
 # ---- tests -------------------------------------------------------------------------------------
 
 
@@ -471,6 +512,13 @@ def test_a_small_contact_budget_overflows_visibly_and_per_env():
     assert s.get_contact_overflow().tolist() == [0, 0, 0]
 
 
+def test_contact_jacobians_match_mujoco_c():
+    r = contact_jacobians_against_mujoco()
+    # seed 8's walk presses the pads and the hand on the cube and the floor: ~640 of its ~1400 rows
+    assert r["rows_compared"] > 1000 and r["rows_touching_the_arm"] > 300, r
+    assert r["max_abs_error"] < 1e-5, r  # m/s per unit dof velocity: float32 poses against float64
+
+
 def test_mujoco_c_agrees_on_the_drop():
     r = against_mujoco()
     assert r["free_fall_max_diff_m"] < 1e-4
@@ -526,6 +574,7 @@ if __name__ == "__main__":
         ("fast cube, one pass per step: sank (m)", lambda: {"depth": fast_cube_on_the_floor(None)}),
         ("fast cube, adaptive split: sank (m)", lambda: {"depth": fast_cube_on_the_floor(0.004)}),
         ("against MuJoCo C", against_mujoco),
+        ("contact Jacobians against MuJoCo C", contact_jacobians_against_mujoco),
     ]:
         r = fn()
         r.pop("state", None)
