@@ -48,7 +48,7 @@ import warp as wp
 
 from sim_core.quaternion import quat_integrate, quat_wxyz
 {contact_imports}
-wp.set_module_options({{"enable_backward": False, "optimization_level": 3}})
+wp.set_module_options({{"enable_backward": False, "optimization_level": 3, "max_unroll": {max_unroll}}})
 
 vec_nv = wp.types.vector(length={nv}, dtype=wp.float32)
 vec_fac = wp.types.vector(length={nfac}, dtype=wp.float32)
@@ -260,7 +260,10 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
     m = t.m
     e = Emitter()
     header = _HEADER.format(
-        nv=m.nv, nfac=integrator.factor_size(t), contact_imports=_CONTACT_IMPORTS if contacts else ""
+        nv=m.nv,
+        nfac=integrator.factor_size(t),
+        contact_imports=_CONTACT_IMPORTS if contacts else "",
+        max_unroll=max(16, m.nv),  # the contact solver's loops over the dofs unroll (``_rows_dot``)
     )
     for line in header.splitlines():
         e(line)
