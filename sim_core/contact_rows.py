@@ -116,6 +116,14 @@ def _emit_zero_rows(e: Emitter, dofs) -> None:
         e(f"cd.ajac[w, _c, {d}] = wp.vec3(0.0)")
 
 
+def _sum(terms: list[str]) -> str:
+    """The sum of ``terms`` as two interleaved partial sums: two chains of dependent adds half as
+    long (a dot product over a tree's dofs waited on each add in turn)."""
+    if len(terms) < 4:
+        return " + ".join(terms) or "0.0"
+    return f"({' + '.join(terms[0::2])}) + ({' + '.join(terms[1::2])})"
+
+
 def _touches(rows: str, s: int, end: int) -> str:
     """Condition: the rows with dof ranges ``rows`` (a ``wp.vec4i``) touch the tree [s, end)."""
     return f"(({rows}[0] == {s} and {rows}[1] == {end}) or ({rows}[2] == {s} and {rows}[3] == {end}))"
@@ -150,7 +158,7 @@ def emit_contact_rows(t: Tree, e: Emitter) -> None:
         e("_dist = cd.slots.dist[w, _c]")
         e("if _dist > 0.0:")
         with e.indent():
-            e("_vn = " + (" + ".join(f"j{d}[0] * v{d}" for d in tree_dofs) or "0.0"))
+            e("_vn = " + _sum([f"j{d}[0] * v{d}" for d in tree_dofs]))
             e("_idle = _dist + 2.0 * dt * _vn > 0.0")
         e("for _a in range(_c + 1):")
         e("    cd.wnn[w, _a, _c] = 0.0")
@@ -176,13 +184,13 @@ def emit_contact_rows(t: Tree, e: Emitter) -> None:
                     with e.indent():
                         e("_tr = cd.trees[w, _a]")
                         e(f"if {_touches('_tr', s, end)}:")
-                        dot = " + ".join(f"cd.jac[w, _a, {d}][0] * aj{d}[0]" for d in dofs)
+                        dot = _sum([f"cd.jac[w, _a, {d}][0] * aj{d}[0]" for d in dofs])
                         e(f"    cd.wnn[w, _a, _c] = cd.wnn[w, _a, _c] + {dot}")
                 e("else:")
                 with e.indent():
                     _emit_zero_rows(e, dofs)
             e("cd.wblk[w, _c] = _blk")
-            e("_vn0 = " + (" + ".join(f"j{d}[0] * v0_{d}" for d in tree_dofs) or "0.0"))
+            e("_vn0 = " + _sum([f"j{d}[0] * v0_{d}" for d in tree_dofs]))
             e("start_row(cm, cd, w, _c, _dist, _vn0, dt, max_pen, vec_nv())")
         e("for _a in range(_c):")
         e("    cd.wnn[w, _c, _a] = cd.wnn[w, _a, _c]")

@@ -192,9 +192,13 @@ def _rows_dot(
     length fixed when the step is compiled, and unroll (a row's J and A^-1 J^T are zero outside its
     trees, which vary per row; loops over those ranges ran the benchmark 4% slower)."""
     u = wp.vec3(0.0)
+    u2 = wp.vec3(0.0)
     for i in range(len(dofs)):
-        u += jac[w, c, i] * v[w, i]
-    return u
+        if i % 2 == 0:
+            u += jac[w, c, i] * v[w, i]
+        else:
+            u2 += jac[w, c, i] * v[w, i]
+    return u + u2
 
 
 @wp.func
@@ -212,9 +216,13 @@ def _normal_dot(
 ) -> float:
     """The normal row of ``_rows_dot``."""
     u = float(0.0)
+    u2 = float(0.0)
     for i in range(len(dofs)):
-        u += jac[w, c, i][0] * v[w, i]
-    return u
+        if i % 2 == 0:
+            u += jac[w, c, i][0] * v[w, i]
+        else:
+            u2 += jac[w, c, i][0] * v[w, i]
+    return u + u2
 
 
 @wp.func
@@ -469,6 +477,16 @@ def _lu_solve(
 
 
 @wp.func
+def _power(a: float, p: float) -> float:
+    """``a ** p``, exact and without a call to ``powf`` for MuJoCo's default ``p = 2`` (and ``p = 1``)."""
+    if p == 2.0:
+        return a * a
+    if p == 1.0:
+        return a
+    return wp.pow(a, p)
+
+
+@wp.func
 def _impedance(solimp: _vec5, depth: float) -> float:
     """MuJoCo's impedance ``d`` at penetration ``depth`` >= 0 (solimp's power-sigmoid in depth/width)."""
     dmin = solimp[0]
@@ -480,9 +498,9 @@ def _impedance(solimp: _vec5, depth: float) -> float:
     p = solimp[4]
     y = float(0.0)
     if x <= mid:
-        y = wp.pow(x, p) / wp.pow(mid, p - 1.0)
+        y = _power(x, p) / _power(mid, p - 1.0)
     else:
-        y = 1.0 - wp.pow(1.0 - x, p) / wp.pow(1.0 - mid, p - 1.0)
+        y = 1.0 - _power(1.0 - x, p) / _power(1.0 - mid, p - 1.0)
     return dmin + y * (dmax - dmin)
 
 
