@@ -265,6 +265,45 @@ CONE_PASSES = 4  # most rounds of projecting friction onto the final cones, then
 
 
 @wp.func
+def _settled(cd: ContactData, w: int, nrow: int, tolerance: float, dofs: Any) -> bool:
+    """The warm start already solves every row to within ``tolerance`` (m/s) of its target: then the
+    rounds would change no velocity by ``tolerance`` and are skipped (a body at rest, a held grasp:
+    most substeps). A row with a normal impulse must meet its target (soft: ``J v + R lam = u_ref``;
+    capped: ``J v = u_min``) and not want to switch between them, must stick (tangential velocity
+    below ``tolerance``, its friction impulse inside the cone); a row without one must carry no
+    friction and separate as the normal solve would leave it inactive. Sets the rows' states as
+    the normal solve would start them."""
+    eps_flip = 1.0e-4  # m/s: as ``_solve_normals``
+    r = int(0)
+    while r < nrow:
+        lam = cd.lam[w, r]
+        u = _rows_dot(cd.jac, cd.vel, w, r, dofs)
+        uref = cd.uref[w, r]
+        umin = cd.umin[w, r]
+        if lam[0] <= 0.0:
+            if lam[1] != 0.0 or lam[2] != 0.0 or u[0] < wp.max(uref, umin) - eps_flip:
+                return False
+            cd.state[w, r] = INACTIVE
+        else:
+            if cd.state[w, r] == INACTIVE:
+                cd.state[w, r] = SOFT
+            soft_u = uref - cd.reg[w, r] * lam[0]  # the soft target at this impulse
+            if cd.state[w, r] == SOFT:
+                if wp.abs(u[0] - soft_u) > tolerance or u[0] < umin - eps_flip:
+                    return False
+            elif wp.abs(u[0] - umin) > tolerance or soft_u > umin + eps_flip:
+                return False
+            limit = cd.mu[w, r] * lam[0]
+            if limit > 0.0:
+                if lam[1] * lam[1] + lam[2] * lam[2] >= limit * limit:
+                    return False  # on or outside the cone: sliding, the rounds decide
+                if wp.abs(u[1]) > tolerance or wp.abs(u[2]) > tolerance:
+                    return False
+        r += 1
+    return True
+
+
+@wp.func
 def _solve_normals(cd: ContactData, w: int, nc: int, dofs: Any) -> float:
     """All normal impulses of env ``w`` at once, the friction impulses held: an active-set solve
     (each row inactive with ``lam = 0``, soft, or held at its depth cap) of the mixed
@@ -671,6 +710,9 @@ def solve_contacts(
     # sideways. One loop, so the (large) normal solve is inlined once.
     cone = int(0)
     rounds = int(0)
+    if _settled(cd, w, nrow, 0.1 * tolerance, dofs):
+        rounds = iterations + CONE_PASSES  # nothing to do
+        cd.rounds[w] = 0
     ref = float(1.0e30)  # the change STALL_ROUNDS rounds must halve
     stalled = int(0)
     while rounds < iterations + CONE_PASSES:

@@ -336,7 +336,8 @@ class RigidSolver:
     def get_solver_rounds(self) -> torch.Tensor:
         """``([n_envs,])`` int32: rounds of friction and normal solves the contact solver took in each
         env's last substep (at most ``RigidOptions.iterations``; MuJoCo's ``solver_niter``); 0 for
-        an env without contacts then, and everywhere in a scene without contacts."""
+        an env without contacts then or whose warm start already solved them (a body at rest), and
+        everywhere in a scene without contacts."""
         r = self.tc["rounds"] if self.contacts is not None else torch.zeros_like(self._overflow)
         return r[0] if self.n_envs == 0 else r
 

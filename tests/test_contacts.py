@@ -469,7 +469,8 @@ def test_the_next_step_starts_from_the_contacts_the_last_one_ended_with():
 def test_warm_start_follows_the_contact_point_when_slots_reorder():
     """Two cubes rest on the floor; the first is lifted away, so the second's four contacts move to
     the slots the first's held. Its rows still start from their own last impulses: the solve
-    settles in one round (a cold start takes more), with the same forces."""
+    settles in at most one round (none when the warm start already holds; a cold start takes
+    more), with the same forces."""
     scene = _scene()
     scene.add_entity(sc.morphs.Plane())
     kw = {"material": sc.materials.Rigid(rho=RHO)}
@@ -480,13 +481,13 @@ def test_warm_start_follows_the_contact_point_when_slots_reorder():
     for _ in range(100):
         scene.step()
     c = solver.get_contacts()
-    assert c["valid_mask"].sum().item() == 8 and int(solver.get_solver_rounds()) == 1
+    assert c["valid_mask"].sum().item() == 8 and int(solver.get_solver_rounds()) <= 1
     before = c["force"][0, 4:8].clone()  # the second cube's rows
     first.set_pos(torch.tensor([[0.0, 0.0, 0.5]]))
     scene.step()
     c = solver.get_contacts()
     assert c["valid_mask"].sum().item() == 4 and (c["geom_b"][0, :4] == c["geom_b"][0, 0]).all()
-    assert int(solver.get_solver_rounds()) == 1
+    assert int(solver.get_solver_rounds()) <= 1
     assert torch.allclose(c["force"][0, :4], before, atol=1e-4)
     assert float(second.get_pos()[0, 2]) > CUBE / 2 - 1e-3
 
