@@ -1,8 +1,10 @@
 """Collision detection (narrow phase) between primitive geoms, batched over envs, as MuJoCo defines it.
 
-The first stage of the contact pipeline: ``collide_env`` runs inside the step kernel every substep
-(``step.py``) and ``contact_solver.py`` turns its contacts into impulses. ``collide`` runs it alone,
-which the checks against MuJoCo's ``mj_collision`` use (``tests/test_collision.py``).
+The first stage of the contact pipeline: the step kernel runs it every substep, each candidate pair
+written out for the model (``collision_pairs.py``: ``pair_apart``, then ``narrow_phase``), and
+``contact_solver.py`` turns its contacts into impulses. ``collide`` runs it alone from the pair
+tables (``collide_env``), which the checks against MuJoCo's ``mj_collision`` use
+(``tests/test_collision.py``).
 
 Conventions (MuJoCo's): in a pair, ``geom1`` has the smaller geom type; the contact normal points from
 ``geom1`` to ``geom2``; ``dist`` is the signed distance between the surfaces (negative: penetration);
@@ -56,15 +58,7 @@ class CollisionPlan:
 
     @staticmethod
     def build(m: mujoco.MjModel, device: str, nworld: int = 1) -> CollisionPlan:
-        pairs, unsupported = [], []
-        for g1 in range(m.ngeom):
-            for g2 in range(g1 + 1, m.ngeom):
-                if not _may_collide(m, g1, g2):
-                    continue
-                a, b = (g1, g2) if m.geom_type[g1] <= m.geom_type[g2] else (g2, g1)
-                key = (int(m.geom_type[a]), int(m.geom_type[b]))
-                (pairs if key in _SUPPORTED else unsupported).append((a, b))
-        pairs_np = np.array(pairs, dtype=np.int32).reshape(-1, 2)
+        pairs_np, unsupported = candidate_pairs(m)
         g = Geoms()
         g.pair = wp.array(pairs_np, dtype=wp.vec2i, device=device)
         g.type = wp.array(m.geom_type.astype(np.int32), dtype=wp.int32, device=device)
@@ -74,6 +68,20 @@ class CollisionPlan:
         size = np.tile(m.geom_size.astype(np.float32)[None], (nworld, 1, 1))
         g.size = wp.array(size, dtype=wp.vec3, device=device)
         return CollisionPlan(pairs=pairs_np, unsupported=unsupported, geoms=g)
+
+
+def candidate_pairs(m: mujoco.MjModel) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """The model's candidate pairs ``(npair, 2)`` (geom1 type <= geom2 type, in the order every env
+    visits them) and the pairs of types not implemented."""
+    pairs, unsupported = [], []
+    for g1 in range(m.ngeom):
+        for g2 in range(g1 + 1, m.ngeom):
+            if not _may_collide(m, g1, g2):
+                continue
+            a, b = (g1, g2) if m.geom_type[g1] <= m.geom_type[g2] else (g2, g1)
+            key = (int(m.geom_type[a]), int(m.geom_type[b]))
+            (pairs if key in _SUPPORTED else unsupported).append((a, b))
+    return np.array(pairs, dtype=np.int32).reshape(-1, 2), unsupported
 
 
 def _may_collide(m: mujoco.MjModel, g1: int, g2: int) -> bool:
@@ -582,6 +590,87 @@ def _bound(t: int, s: wp.vec3) -> float:
 
 
 @wp.func
+def pair_apart(
+    t1: int, t2: int, c1: wp.vec3, z1: wp.vec3, s1: wp.vec3, c2: wp.vec3, s2: wp.vec3, margin: float
+) -> bool:
+    """Geoms of types ``t1 <= t2`` (centers ``c1``, ``c2``, sizes ``s1``, ``s2``, ``z1``: geom1's z axis)
+    are further apart than ``margin`` by their bounding spheres (a plane: by its half-space): most
+    pairs, most steps, decided before the rest of their frames is built."""
+    if t1 == 0:  # a plane: its normal is its frame's z axis
+        return wp.dot(c2 - c1, z1) - _bound(t2, s2) >= margin
+    return wp.length(c2 - c1) - _bound(t1, s1) - _bound(t2, s2) >= margin
+
+
+@wp.func
+def narrow_phase(
+    n: int,
+    w: int,
+    t1: int,
+    t2: int,
+    c1: wp.vec3,
+    q1: wp.quat,
+    z1: wp.vec3,
+    s1: wp.vec3,
+    c2: wp.vec3,
+    q2: wp.quat,
+    s2: wp.vec3,
+    g1: int,
+    g2: int,
+    margin: float,
+    out: _Out,
+) -> int:
+    """The contacts of geoms ``g1``, ``g2`` (types ``t1 <= t2``, world centers ``c*``, orientations
+    ``q*``, ``z1``: geom1's z axis, sizes ``s*``) into env ``w``'s slots from ``n`` on; returns the
+    new count."""
+    z2 = wp.quat_rotate(q2, wp.vec3(0.0, 0.0, 1.0))
+    if t1 == 0:
+        if t2 == 2:
+            dist = wp.dot(c2 - c1, z1) - s2[0]
+            n = _emit(n, w, c2 - z1 * (s2[0] + 0.5 * dist), z1, dist, g1, g2, margin, out)
+        elif t2 == 3:
+            for k in range(2):
+                end = c2 + z2 * (s2[1] * (2.0 * float(k) - 1.0))
+                dist = wp.dot(end - c1, z1) - s2[0]
+                n = _emit(n, w, end - z1 * (s2[0] + 0.5 * dist), z1, dist, g1, g2, margin, out)
+        elif t2 == 6:
+            found = int(0)
+            for k in range(8):
+                corner_local = wp.vec3(
+                    s2[0] * (2.0 * float(k & 1) - 1.0),
+                    s2[1] * (2.0 * float((k >> 1) & 1) - 1.0),
+                    s2[2] * (2.0 * float((k >> 2) & 1) - 1.0),
+                )
+                corner = c2 + wp.quat_rotate(q2, corner_local)
+                dist = wp.dot(corner - c1, z1)
+                if dist < margin and found < 4:  # MuJoCo keeps at most 4 box corners
+                    found += 1
+                    n = _emit(n, w, corner - z1 * (0.5 * dist), z1, dist, g1, g2, margin, out)
+    elif t1 == 2:  # a sphere
+        if t2 == 2:
+            n = _sphere_sphere_geom(n, w, c1, s1[0], c2, s2[0], g1, g2, margin, out)
+        elif t2 == 3:
+            closest = _closest_on_segment(c2 - z2 * s2[1], c2 + z2 * s2[1], c1)
+            n = _sphere_sphere_geom(n, w, c1, s1[0], closest, s2[0], g1, g2, margin, out)
+        elif t2 == 6:
+            n = _sphere_box(n, w, c1, s1[0], c2, q2, s2, g1, g2, margin, out)
+    elif t1 == 3:
+        if t2 == 3:  # two capsules: their segments' closest points as spheres
+            e1a = c1 - z1 * s1[1]
+            e1b = c1 + z1 * s1[1]
+            e2a = c2 - z2 * s2[1]
+            e2b = c2 + z2 * s2[1]
+            st = _segments_closest_t(e1a, e1b, e2a, e2b)
+            pa = e1a + (e1b - e1a) * st[0]
+            pb = e2a + (e2b - e2a) * st[1]
+            n = _sphere_sphere_geom(n, w, pa, s1[0], pb, s2[0], g1, g2, margin, out)
+        elif t2 == 6:
+            n = _capsule_box(n, w, c1 - z1 * s1[1], c1 + z1 * s1[1], s1[0], c2, q2, s2, g1, g2, margin, out)
+    elif t1 == 6 and t2 == 6:
+        n = _box_box(n, w, c1, q1, s1, c2, q2, s2, g1, g2, margin, out)
+    return n
+
+
+@wp.func
 def collide_env(
     w: int,
     xpos: wp.array2d(dtype=wp.vec3),
@@ -591,7 +680,8 @@ def collide_env(
     out: _Out,
 ) -> int:
     """Write env ``w``'s contacts closer than ``margin`` into its slots; returns how many there were
-    (more than the slots when the budget overflowed)."""
+    (more than the slots when the budget overflowed). The pairs from the tables in ``g``: the step
+    has them written out for its model instead (``collision_pairs.py``)."""
     n = int(0)
     for p in range(g.pair.shape[0]):
         g1 = g.pair[p][0]
@@ -610,75 +700,14 @@ def collide_env(
         s2 = g.size[w, g2]
         q1 = r1 * g.quat[g1]
         z1 = wp.quat_rotate(q1, wp.vec3(0.0, 0.0, 1.0))
-        if t1 == 0:  # a plane: its normal is its frame's z axis
-            if wp.dot(c2 - c1, z1) - _bound(t2, s2) >= margin:
-                continue
-        elif wp.length(c2 - c1) - _bound(t1, s1) - _bound(t2, s2) >= margin:
-            continue  # bounding spheres apart: most pairs, most steps; the rest of the frames only after
-        q2 = r2 * g.quat[g2]
-        z2 = wp.quat_rotate(q2, wp.vec3(0.0, 0.0, 1.0))
-        if t1 == 0:
-            if t2 == 2:
-                dist = wp.dot(c2 - c1, z1) - s2[0]
-                n = _emit(n, w, c2 - z1 * (s2[0] + 0.5 * dist), z1, dist, g1, g2, margin, out)
-            elif t2 == 3:
-                for k in range(2):
-                    end = c2 + z2 * (s2[1] * (2.0 * float(k) - 1.0))
-                    dist = wp.dot(end - c1, z1) - s2[0]
-                    n = _emit(n, w, end - z1 * (s2[0] + 0.5 * dist), z1, dist, g1, g2, margin, out)
-            elif t2 == 6:
-                found = int(0)
-                for k in range(8):
-                    corner_local = wp.vec3(
-                        s2[0] * (2.0 * float(k & 1) - 1.0),
-                        s2[1] * (2.0 * float((k >> 1) & 1) - 1.0),
-                        s2[2] * (2.0 * float((k >> 2) & 1) - 1.0),
-                    )
-                    corner = c2 + wp.quat_rotate(q2, corner_local)
-                    dist = wp.dot(corner - c1, z1)
-                    if dist < margin and found < 4:  # MuJoCo keeps at most 4 box corners
-                        found += 1
-                        n = _emit(n, w, corner - z1 * (0.5 * dist), z1, dist, g1, g2, margin, out)
-            continue
-        if t1 == 2:  # a sphere
-            if t2 == 2:
-                n = _sphere_sphere_geom(n, w, c1, s1[0], c2, s2[0], g1, g2, margin, out)
-            elif t2 == 3:
-                closest = _closest_on_segment(c2 - z2 * s2[1], c2 + z2 * s2[1], c1)
-                n = _sphere_sphere_geom(n, w, c1, s1[0], closest, s2[0], g1, g2, margin, out)
-            elif t2 == 6:
-                n = _sphere_box(n, w, c1, s1[0], c2, q2, s2, g1, g2, margin, out)
-        elif t1 == 3:
-            if t2 == 3:  # two capsules: their segments' closest points as spheres
-                e1a = c1 - z1 * s1[1]
-                e1b = c1 + z1 * s1[1]
-                e2a = c2 - z2 * s2[1]
-                e2b = c2 + z2 * s2[1]
-                st = _segments_closest_t(e1a, e1b, e2a, e2b)
-                pa = e1a + (e1b - e1a) * st[0]
-                pb = e2a + (e2b - e2a) * st[1]
-                n = _sphere_sphere_geom(n, w, pa, s1[0], pb, s2[0], g1, g2, margin, out)
-            elif t2 == 6:
-                n = _capsule_box(n, w, c1 - z1 * s1[1], c1 + z1 * s1[1], s1[0], c2, q2, s2, g1, g2, margin, out)
-        elif t1 == 6 and t2 == 6:
-            n = _box_box(n, w, c1, q1, s1, c2, q2, s2, g1, g2, margin, out)
+        if not pair_apart(t1, t2, c1, z1, s1, c2, s2, margin):
+            n = narrow_phase(n, w, t1, t2, c1, q1, z1, s1, c2, r2 * g.quat[g2], s2, g1, g2, margin, out)
     return n
 
 
 @wp.func
-def collide_deepest(
-    w: int,
-    xpos: wp.array2d(dtype=wp.vec3),
-    xquat: wp.array2d(dtype=wp.vec4),
-    g: Geoms,
-    margin: float,
-    out: _Out,
-    wanted: wp.array(dtype=wp.int32),
-) -> float:
-    """``collide_env`` into ``out``, the number of contacts found (beyond the budget too) into
-    ``wanted[w]``; returns the most negative ``dist`` (0 without contacts)."""
-    n = collide_env(w, xpos, xquat, g, margin, out)
-    wanted[w] = n
+def deepest(w: int, n: int, out: _Out) -> float:
+    """The most negative ``dist`` of env ``w``'s first ``n`` contacts (as many as fit), 0 if none."""
     d = float(0.0)
     for c in range(wp.min(n, out.pos.shape[1])):
         d = wp.min(d, out.dist[w, c])

@@ -29,7 +29,7 @@ from types import ModuleType
 
 import warp as wp
 
-from . import actuation, contact_rows, dynamics, integrator, kinematics
+from . import actuation, collision_pairs, contact_rows, dynamics, integrator, kinematics
 from .codegen import Emitter, Tree
 from .types import Data, JointType
 
@@ -94,7 +94,7 @@ def _emit_dynamics(t: Tree, e: Emitter) -> None:
 
 
 _CONTACT_IMPORTS = """\
-from sim_core.collision import Geoms, _Out, collide_deepest, copy_contacts
+from sim_core.collision import Geoms, _Out, copy_contacts, deepest, narrow_phase, pair_apart
 from sim_core.contact_solver import ContactData, ContactModel, contact_tangent, forget_contacts, idle_row
 from sim_core.contact_solver import scale_warm_start, solve_contacts, start_row
 """
@@ -151,7 +151,7 @@ def _emit_detect_end(t: Tree, e: Emitter) -> None:
     large, and every env runs through the kernel's code once per substep)."""
     kinematics.emit_fk(t, e)
     kinematics.emit_store_poses(t, e, "xpos_s", "xquat_s")
-    e("_deep = -collide_deepest(w, xpos_s, xquat_s, geoms, margin, cd.nxt, cd.nxt_wanted)")
+    collision_pairs.emit_collide(t, e, "cd.nxt", "cd.nxt_wanted", "_deep")
 
 
 def _emit_split_check(t: Tree, e: Emitter) -> None:
@@ -213,7 +213,7 @@ def _emit_detect_kernel(t: Tree, e: Emitter) -> None:
         e("elif fresh[w] == 1:")
         e("    return")
         _emit_poses_of_qpos(t, e, "xpos_s", "xquat_s")
-        e("collide_deepest(w, xpos_s, xquat_s, geoms, margin, nxt, wanted)")
+        collision_pairs.emit_collide(t, e, "nxt", "wanted", "_deep")
         e("fresh[w] = 1")
     e("")
 
