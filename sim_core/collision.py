@@ -275,16 +275,29 @@ def _capsule_box(
 ) -> int:
     """A capsule (geom1, segment a-b, radius r1) against a box: the segment point nearest the box
     (golden-section search on the convex distance) as a sphere contact, plus each end point that is
-    within the margin and apart from it, so a capsule lying on a face gets a line of support."""
+    within the margin and apart from it, so a capsule lying on a face gets a line of support. A
+    segment further from the box's center than its bounding sphere by the margin has none."""
+    if wp.length(_closest_on_segment(a, b, c2) - c2) - r1 - wp.length(s2) >= margin:
+        return n
     lo = float(0.0)
     hi = float(1.0)
+    t1 = hi - 0.618034 * (hi - lo)  # the interior points; each round keeps one, and its distance
+    t2 = lo + 0.618034 * (hi - lo)
+    f1 = _box_sdf(a + (b - a) * t1, c2, q2, s2)
+    f2 = _box_sdf(a + (b - a) * t2, c2, q2, s2)
     for _it in range(24):  # shrinks the bracket by 0.618^24 ~ 1e-5 of the segment
-        t1 = hi - 0.618034 * (hi - lo)
-        t2 = lo + 0.618034 * (hi - lo)
-        if _box_sdf(a + (b - a) * t1, c2, q2, s2) < _box_sdf(a + (b - a) * t2, c2, q2, s2):
+        if f1 < f2:
             hi = t2
+            t2 = t1
+            f2 = f1
+            t1 = hi - 0.618034 * (hi - lo)
+            f1 = _box_sdf(a + (b - a) * t1, c2, q2, s2)
         else:
             lo = t1
+            t1 = t2
+            f1 = f2
+            t2 = lo + 0.618034 * (hi - lo)
+            f2 = _box_sdf(a + (b - a) * t2, c2, q2, s2)
     t = 0.5 * (lo + hi)
     n = _sphere_box(n, w, a + (b - a) * t, r1, c2, q2, s2, g1, g2, margin, out)
     if t > 0.1:
@@ -632,18 +645,24 @@ def narrow_phase(
                 end = c2 + z2 * (s2[1] * (2.0 * float(k) - 1.0))
                 dist = wp.dot(end - c1, z1) - s2[0]
                 n = _emit(n, w, end - z1 * (s2[0] + 0.5 * dist), z1, dist, g1, g2, margin, out)
-        elif t2 == 6:
+        elif t2 == 6:  # each corner's height from the center's and the half axes' (as mjc_PlaneBox)
+            r2 = wp.quat_to_matrix(q2)
+            a0 = _col(r2, 0) * s2[0]
+            a1 = _col(r2, 1) * s2[1]
+            a2 = _col(r2, 2) * s2[2]
+            h = wp.dot(c2 - c1, z1)
+            h0 = wp.dot(a0, z1)
+            h1 = wp.dot(a1, z1)
+            h2 = wp.dot(a2, z1)
             found = int(0)
             for k in range(8):
-                corner_local = wp.vec3(
-                    s2[0] * (2.0 * float(k & 1) - 1.0),
-                    s2[1] * (2.0 * float((k >> 1) & 1) - 1.0),
-                    s2[2] * (2.0 * float((k >> 2) & 1) - 1.0),
-                )
-                corner = c2 + wp.quat_rotate(q2, corner_local)
-                dist = wp.dot(corner - c1, z1)
+                x = 2.0 * float(k & 1) - 1.0
+                y = 2.0 * float((k >> 1) & 1) - 1.0
+                z = 2.0 * float((k >> 2) & 1) - 1.0
+                dist = h + x * h0 + y * h1 + z * h2
                 if dist < margin and found < 4:  # MuJoCo keeps at most 4 box corners
                     found += 1
+                    corner = c2 + a0 * x + a1 * y + a2 * z
                     n = _emit(n, w, corner - z1 * (0.5 * dist), z1, dist, g1, g2, margin, out)
     elif t1 == 2:  # a sphere
         if t2 == 2:
