@@ -116,8 +116,9 @@ class Plane(Morph):
 class Primitive(Morph):
     """A single rigid shape: a free body (``fixed=False``, the default) or one welded to the world.
 
-    Its mass follows from its volume and the material's density (``sc.materials.Rigid(rho=...)``).
-    Contacts are not simulated yet: a free primitive falls through the floor (see the README).
+    Its mass follows from its volume and the material's density (``sc.materials.Rigid(rho=...)``),
+    its sliding friction from the material (``friction``); it collides with the floor, the other
+    primitives and the robot's collision geoms.
     """
 
     fixed: bool = False
