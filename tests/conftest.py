@@ -37,7 +37,8 @@ def franka_scene(n_envs=0, **kw):
 
 
 def mj_reference(scene):
-    """MuJoCo model/data of the very model the scene simulates, contacts off (not simulated yet)."""
+    """MuJoCo model/data of the very model the scene simulates, contacts off (for the checks of the
+    smooth dynamics; the contacts are checked in test_contacts.py)."""
     m = scene.mjmodel
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
     return m, mujoco.MjData(m)

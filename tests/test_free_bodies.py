@@ -1,4 +1,4 @@
-"""Primitives, materials and the free-body base API (contacts are not simulated yet)."""
+"""Primitives, materials and the free-body base API (their contacts are checked in test_contacts.py)."""
 
 import math
 
