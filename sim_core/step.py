@@ -49,7 +49,6 @@ import warp as wp
 from sim_core.quaternion import quat_integrate, quat_wxyz
 {contact_imports}
 wp.set_module_options({{"enable_backward": False, "optimization_level": 3, "max_unroll": {max_unroll}}})
-wp.set_module_options({{"cpu_compiler_flags": {cpu_flags!r}}})
 
 vec_nv = wp.types.vector(length={nv}, dtype=wp.float32)
 vec_fac = wp.types.vector(length={nfac}, dtype=wp.float32)
@@ -265,7 +264,6 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
         nfac=integrator.factor_size(t),
         contact_imports=_CONTACT_IMPORTS if contacts else "",
         max_unroll=max(16, m.nv),  # the contact solver's loops over the dofs unroll (``_rows_dot``)
-        cpu_flags=cpu_compiler_flags(),
     )
     for line in header.splitlines():
         e(line)
@@ -352,16 +350,6 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
     if contacts:
         _emit_detect_kernel(t, e)
     return e.source()
-
-
-def cpu_compiler_flags() -> str:
-    """Warp's CPU compiler flags plus ``-ffp-contract=fast``: clang then fuses a product and a sum
-    of separate statements into one FMA instruction (Warp emits each operation as its own
-    statement, and clang's default fuses only within one expression, so the CPU code had none).
-    The arm + cube benchmark runs 1-3% faster; results change by round-off. NVRTC fuses by default,
-    so the CUDA code already had them."""
-    base = wp.config.cpu_compiler_flags
-    return ("-march=native" if base is None else base) + " -ffp-contract=fast"
 
 
 def _cache_dir() -> Path:
