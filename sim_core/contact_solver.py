@@ -42,7 +42,9 @@ the normal solve last; the rounds also stop once the change has not halved for `
 rounds (the alternation cycles: a tumbling cube, a pad pressed into the floor by the arm). Each row
 starts from the last substep's impulses and active-set state of the same pair's row whose contact
 point was nearest (warm start, as Box2D and Bullet match contact points: a pair's slots reorder as
-a box's corners come and go). Everything runs in a fixed order: deterministic.
+a box's corners come and go); a warm start that already meets every row to a tenth of the
+tolerance takes no round at all (``_settled``: a body at rest). Everything runs in a fixed order:
+deterministic.
 
 A contact's J, ``A^-1 J^T`` (by the packed ``L^T D L`` factor the step already computed, over the
 dof ranges of the two bodies' kinematic trees: the factor is block-diagonal by tree) and its

@@ -146,8 +146,8 @@ def _emit_split_start(t: Tree, e: Emitter) -> None:
 
 def _emit_detect_end(t: Tree, e: Emitter) -> None:
     """The end of a substep: poses and contacts (into ``cd.nxt``) at its final state, which the
-    next substep, or step, starts from (the one call of the narrow phase in the kernel: its code is
-    large, and every env runs through the kernel's code once per substep)."""
+    next substep, or step, starts from (the one place the kernel detects contacts: the narrow
+    phase's code is large, and every env runs through the kernel's code once per substep)."""
     kinematics.emit_fk(t, e)
     kinematics.emit_store_poses(t, e, "xpos_s", "xquat_s")
     collision_pairs.emit_collide(t, e, "cd.nxt", "cd.nxt_wanted", "_deep")
