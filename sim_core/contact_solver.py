@@ -264,6 +264,7 @@ SLIP_DIRECTION_MIN = 1.0e-2  # m/s: slower slip takes the radially projected sti
 RIGID_REG = 1.0e-4  # regularization of rigid normal rows, relative to their diagonal of W
 STALL_ROUNDS = 4  # rounds that do not halve the change: the alternation cycles, more rounds will not help
 CONE_PASSES = 4  # most rounds of projecting friction onto the final cones, then the normals again
+FLIP_EPS = 1.0e-4  # m/s (1 um per step at dt = 0.01): float32 round-off must not flip a normal row's state
 
 
 @wp.func
@@ -275,7 +276,6 @@ def _settled(cd: ContactData, w: int, nrow: int, tolerance: float, dofs: Any) ->
     below ``tolerance``, its friction impulse inside the cone); a row without one must carry no
     friction and separate as the normal solve would leave it inactive. Sets the rows' states as
     the normal solve would start them."""
-    eps_flip = 1.0e-4  # m/s: as ``_solve_normals``
     r = int(0)
     while r < nrow:
         lam = cd.lam[w, r]
@@ -283,7 +283,7 @@ def _settled(cd: ContactData, w: int, nrow: int, tolerance: float, dofs: Any) ->
         uref = cd.uref[w, r]
         umin = cd.umin[w, r]
         if lam[0] <= 0.0:
-            if lam[1] != 0.0 or lam[2] != 0.0 or u[0] < wp.max(uref, umin) - eps_flip:
+            if lam[1] != 0.0 or lam[2] != 0.0 or u[0] < wp.max(uref, umin) - FLIP_EPS:
                 return False
             cd.state[w, r] = INACTIVE
         else:
@@ -291,9 +291,9 @@ def _settled(cd: ContactData, w: int, nrow: int, tolerance: float, dofs: Any) ->
                 cd.state[w, r] = SOFT
             soft_u = uref - cd.reg[w, r] * lam[0]  # the soft target at this impulse
             if cd.state[w, r] == SOFT:
-                if wp.abs(u[0] - soft_u) > tolerance or u[0] < umin - eps_flip:
+                if wp.abs(u[0] - soft_u) > tolerance or u[0] < umin - FLIP_EPS:
                     return False
-            elif wp.abs(u[0] - umin) > tolerance or soft_u > umin + eps_flip:
+            elif wp.abs(u[0] - umin) > tolerance or soft_u > umin + FLIP_EPS:
                 return False
             limit = cd.mu[w, r] * lam[0]
             if limit > 0.0:
@@ -333,7 +333,6 @@ def _solve_normals(cd: ContactData, w: int, nc: int, dofs: Any) -> float:
             cd.state[w, i] = st
             cd.nact[w] = -1  # another active set: the factor is stale
         i += 1
-    eps = 1.0e-4  # m/s (1 um per step at dt = 0.01): float32 round-off must not flip a row
     eps_lam = 1.0e-6  # N s
     _round = int(0)
     while _round < 4 * nc + 4:
@@ -367,11 +366,11 @@ def _solve_normals(cd: ContactData, w: int, nc: int, dofs: Any) -> float:
             st = cd.state[w, i]
             if st != INACTIVE and lam_i < -eps_lam:
                 st = INACTIVE
-            elif st == SOFT and u < cd.umin[w, i] - eps:
+            elif st == SOFT and u < cd.umin[w, i] - FLIP_EPS:
                 st = CAPPED
-            elif st == CAPPED and cd.uref[w, i] - cd.reg[w, i] * lam_i > cd.umin[w, i] + eps:
+            elif st == CAPPED and cd.uref[w, i] - cd.reg[w, i] * lam_i > cd.umin[w, i] + FLIP_EPS:
                 st = SOFT
-            elif st == INACTIVE and u < wp.max(cd.uref[w, i], cd.umin[w, i]) - eps:
+            elif st == INACTIVE and u < wp.max(cd.uref[w, i], cd.umin[w, i]) - FLIP_EPS:
                 st = SOFT
                 if cd.umin[w, i] > cd.uref[w, i]:
                     st = CAPPED
