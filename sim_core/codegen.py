@@ -97,6 +97,7 @@ class Tree:
         self.dynamic = ndof_path > 0  # bodies that move
         self.dof_qadr = dof_qposadr(m)  # hinge/slide dof -> its qpos coordinate, -1 for free dofs
         self.segments = build_segments(m)  # the tree the dynamics is emitted for
+        self.factor_rows: dict[int, list[int]] | None = None  # set by dynamics.factor_pattern
         # static bodies' world poses, folded to constants
         self.static_pos = np.zeros((nb, 3))
         self.static_quat = np.tile([1.0, 0, 0, 0], (nb, 1))

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .codegen import Emitter, Tree, lit
-from .kinematics import force_to_parent, motion_to_child
+from .kinematics import emit_segment_transforms, force_to_parent, motion_to_child
 from .segments import Segment
 from .symbolic import Val, add, cross, dot, materialize, matmul, matvec, mul, neg, snap, sub, transpose
 
-__all__ = ["emit_bias", "emit_mass_matrix", "emit_factor", "emit_solve", "emit_load_inertial"]
+__all__ = ["emit_bias", "emit_mass_matrix", "factor_pattern", "emit_factor", "emit_solve", "emit_load_inertial"]
 
 
 def _inertia(s: Segment):
@@ -137,8 +137,11 @@ def _inertia_to_parent(x, m: float, h: list, inertia: list) -> tuple[list, list]
 
 
 def emit_mass_matrix(t: Tree, segs: list[Segment], e: Emitter, X: list) -> None:
-    """``M{k}_{l}`` (l = k and its ancestors) from composite inertias, plus armature."""
+    """``M{k}_{l}`` (l = k and its ancestors) from composite inertias, plus armature. Returns the
+    pairs (k, l) whose entry is zero whatever the state (e.g. a free body's linear against its
+    angular dofs when its centre of mass is its frame's origin)."""
     m = t.m
+    zeros = set()
     comp: list = [None] * len(segs)
     for i in range(len(segs) - 1, -1, -1):
         if segs[i].subtree_mass <= 0:
@@ -160,6 +163,7 @@ def emit_mass_matrix(t: Tree, segs: list[Segment], e: Emitter, X: list) -> None:
                 e(f"M{d}_{d} = {arm}")
                 for anc in t.ancestors(d):
                     e(f"M{d}_{anc} = 0.0")
+                    zeros.add((d, anc))
                 continue
             sw, sv = [snap(x) for x in s.S[k][:3]], [snap(x) for x in s.S[k][3:]]
             fn, ff = inertia_mul(_subtree_mass(segs, i), *comp[i], sw, sv)
@@ -169,8 +173,11 @@ def emit_mass_matrix(t: Tree, segs: list[Segment], e: Emitter, X: list) -> None:
             while True:
                 for anc, sa in owned:
                     aw, av = [snap(x) for x in sa[:3]], [snap(x) for x in sa[3:]]
-                    e(f"M{d}_{anc} = {_expr(add(dot(aw, fn), dot(av, ff)))}")
+                    entry = add(dot(aw, fn), dot(av, ff))
+                    e(f"M{d}_{anc} = {_expr(entry)}")
                     done.add((d, anc))
+                    if entry == 0.0:
+                        zeros.add((d, anc))
                 if segs[cur].parent < 0:
                     break
                 fn, ff = force_to_parent(X[cur], fn, ff)
@@ -178,23 +185,44 @@ def emit_mass_matrix(t: Tree, segs: list[Segment], e: Emitter, X: list) -> None:
                 fn, ff = materialize(e, f"Fn{d}_{cur}", fn), materialize(e, f"Ff{d}_{cur}", ff)
                 owned = list(zip(segs[cur].dofs, segs[cur].S, strict=True))
             assert {a for (dd, a) in done if dd == d} == set(t.ancestors(d)), "tree mismatch"
+    return zeros
+
+
+def factor_pattern(t: Tree) -> dict[int, list[int]]:
+    """For each dof ``i``, the ancestors ``j`` whose factor entry ``a{i}_{j}`` can be nonzero: M's
+    entries minus its structural zeros (``emit_mass_matrix``), plus the fill-in the elimination
+    brings into them. ``emit_factor`` and ``emit_solve`` skip the rest, which stay exactly 0: a
+    product with 0 is kept by the compiler (it cannot assume the other factor finite), and a free
+    body's 6x6 block is diagonal, with 15 such entries. Computed once per tree."""
+    if t.factor_rows is None:
+        scratch = Emitter()
+        zeros = emit_mass_matrix(t, t.segments, scratch, emit_segment_transforms(t.segments, scratch))
+        nz = {(i, j) for i in range(t.m.nv) for j in t.ancestors(i) if (i, j) not in zeros}
+        for k in range(t.m.nv - 1, -1, -1):
+            for i in t.ancestors(k):
+                if (k, i) in nz:
+                    nz.update((i, j) for j in t.ancestors(i) if (k, j) in nz)
+        t.factor_rows = {i: [j for j in t.ancestors(i) if (i, j) in nz] for i in range(t.m.nv)}
+    return t.factor_rows
 
 
 def emit_factor(t: Tree, e: Emitter, diag_extra: list[str] | None = None) -> None:
     """Factor ``A = M + diag(diag_extra)`` as L^T D L in place (MuJoCo's mj_factorM, no fill-in on a
-    tree): ``a{i}_{j}`` holds L below the diagonal, ``dinv{i}`` holds 1 / D."""
-    m = t.m
+    tree): ``a{i}_{j}`` holds L below the diagonal, ``dinv{i}`` holds 1 / D. Entries outside
+    ``factor_pattern`` are set to 0 and take no part."""
+    m, rows = t.m, factor_pattern(t)
     for i in range(m.nv):
         extra = f" + {diag_extra[i]}" if diag_extra else ""
         e(f"a{i}_{i} = M{i}_{i}{extra}")
         for j in t.ancestors(i):
-            e(f"a{i}_{j} = M{i}_{j}")
+            e(f"a{i}_{j} = " + (f"M{i}_{j}" if j in rows[i] else "0.0"))
     for k in range(m.nv - 1, -1, -1):
         e(f"dinv{k} = 1.0 / a{k}_{k}")
-        for i in t.ancestors(k):
+        for i in rows[k]:
             e(f"_t = a{k}_{i} * dinv{k}")
             for j in [i] + t.ancestors(i):
-                e(f"a{i}_{j} = a{i}_{j} - _t * a{k}_{j}")
+                if j == i or j in rows[k]:
+                    e(f"a{i}_{j} = a{i}_{j} - _t * a{k}_{j}")
             e(f"a{k}_{i} = _t")
 
 
@@ -202,13 +230,14 @@ def emit_solve(t: Tree, e: Emitter, rhs: list[str], out: str, dofs: Sequence[int
     """``{out}{i}`` = A^-1 rhs with the factorization from ``emit_factor`` (MuJoCo's mj_solveM);
     ``dofs``: only these (whole kinematic trees, ascending; the factor is block-diagonal by tree)."""
     dofs = list(range(t.m.nv)) if dofs is None else list(dofs)
+    rows = factor_pattern(t)
     for i in dofs:
         e(f"{out}{i} = {rhs[i]}")
     for i in reversed(dofs):
-        for j in t.ancestors(i):
+        for j in rows[i]:
             e(f"{out}{j} = {out}{j} - a{i}_{j} * {out}{i}")
     for i in dofs:
         e(f"{out}{i} = {out}{i} * dinv{i}")
     for i in dofs:
-        for j in t.ancestors(i):
+        for j in rows[i]:
             e(f"{out}{i} = {out}{i} - a{i}_{j} * {out}{j}")
