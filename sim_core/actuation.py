@@ -36,23 +36,17 @@ def emit_load_controls(t: Tree, e: Emitter) -> None:
 
 
 def emit_actuation(t: Tree, e: Emitter) -> None:
+    """Written with selects, not branches: random commands saturate the force range at random,
+    and the branches that mispredicted also cut the dynamics around them into separate blocks
+    the compiler could not schedule across (this stage took a fifth of the step with branches)."""
+    pos, vel = int(CtrlMode.POSITION), int(CtrlMode.VELOCITY)
     for i in range(t.m.nv):
-        e(f"fa{i} = cf_cmd{i}")
-        e(f"kd{i} = 0.0")
+        e(f"fa{i} = wp.where(mode{i} == {vel}, kv{i} * (cvt{i} - v{i}), cf_cmd{i})")
+        e(f"kd{i} = wp.where(mode{i} == {vel}, kv{i}, 0.0)")
         if t.dof_qadr[i] >= 0:  # position servo only for hinge/slide dofs
-            e(f"if mode{i} == {int(CtrlMode.POSITION)}:")
-            with e.indent():
-                e(f"fa{i} = kp{i} * (cp{i} - q{t.dof_qadr[i]}) - kv{i} * v{i}")
-                e(f"kd{i} = kv{i}")
-        e(f"if mode{i} == {int(CtrlMode.VELOCITY)}:")
-        with e.indent():
-            e(f"fa{i} = kv{i} * (cvt{i} - v{i})")
-            e(f"kd{i} = kv{i}")
-        e(f"if fa{i} <= lo{i}:")
-        with e.indent():
-            e(f"fa{i} = lo{i}")
-            e(f"kd{i} = 0.0")
-        e(f"if fa{i} >= hi{i}:")
-        with e.indent():
-            e(f"fa{i} = hi{i}")
-            e(f"kd{i} = 0.0")
+            e(f"fa{i} = wp.where(mode{i} == {pos}, kp{i} * (cp{i} - q{t.dof_qadr[i]}) - kv{i} * v{i}, fa{i})")
+            e(f"kd{i} = wp.where(mode{i} == {pos}, kv{i}, kd{i})")
+        e(f"kd{i} = wp.where(fa{i} <= lo{i}, 0.0, kd{i})")
+        e(f"fa{i} = wp.where(fa{i} <= lo{i}, lo{i}, fa{i})")
+        e(f"kd{i} = wp.where(fa{i} >= hi{i}, 0.0, kd{i})")
+        e(f"fa{i} = wp.where(fa{i} >= hi{i}, hi{i}, fa{i})")
