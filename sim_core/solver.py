@@ -80,9 +80,12 @@ class RigidSolver:
             self.kernels, self.data, self._gravity, o.substep_dt, o.substeps, contact_args, split_args
         )
         if contact_args is not None:  # contacts at the current state where no step ended there
-            self._detect_set = step.record_detect(self.kernels, self.data, contact_args, split_args, 0)
+            self._detect_set = step.record_detect(
+                self.kernels, self.data, self._gravity, contact_args, split_args, 0
+            )
             self._detect_redo = [
-                step.record_detect(self.kernels, self.data, contact_args, split_args, m) for m in (1, 2)
+                step.record_detect(self.kernels, self.data, self._gravity, contact_args, split_args, m)
+                for m in (1, 2)
             ]
             self._contacts_stale = True  # some env's state was set since the last step (host flag)
         self._poses_fresh = False  # False: some env's poses may be out of date (see _stale)

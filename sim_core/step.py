@@ -4,10 +4,11 @@
   implicit velocity update -> joint limits -> (contacts) -> positions (-> contacts detected at
   the final state, which the next substep or step starts from). One launch per ``scene.step()``
   without contacts; it reads no host memory and can be captured in a CUDA graph. With contacts,
-  ``detect`` first redetects the envs whose state a ``set_*`` changed since the last step, and an
-  env whose step ended deeper than ``RigidOptions.split_depth`` in a contact has it redone in finer
-  substeps by up to ``MAX_SPLIT`` more launches, and once more in ``ESCALATED`` if that still ends
-  too deep (the adaptive split, ``_emit_split_start``, ``_emit_split_check``, ``_emit_detect_kernel``).
+  a detection pass of the same kernel first redetects the envs whose state a ``set_*`` changed
+  since the last step (``_emit_detect_start``), and an env whose step ended deeper than
+  ``RigidOptions.split_depth`` in a contact has it redone in finer substeps by up to
+  ``MAX_SPLIT`` more launches, and once more in ``ESCALATED`` if that still ends too deep (the
+  adaptive split, ``_emit_split_start``, ``_emit_split_check``).
 - ``fk``: world poses of the bodies, run on demand when a getter asks for link poses after the
   state changed (a step without contacts or a ``set_*``), so a step that nobody reads poses from
   does not pay for it.
@@ -66,8 +67,8 @@ _POSE_OUT = "xpos_out: wp.array2d(dtype=wp.vec3), xquat_out: wp.array2d(dtype=wp
 
 def _emit_load_state(t: Tree, e: Emitter, remap: bool = False) -> None:
     e("w = wp.tid()")
-    if remap:  # a redo pass of the adaptive split works on the envs listed
-        e("if split_pass >= 0:")
+    if remap:  # a redo pass of the adaptive split, and its detection, work on the envs listed
+        e("if split_pass >= 0 or detect >= 1:")
         e("    w = redo_envs[w]")
     for k in range(t.m.nq):
         e(f"q{k} = qpos[w, {k}]")
@@ -103,7 +104,7 @@ _CONTACT_ARGS = (
 )
 _SPLIT_ARGS = (
     f"qpos0: {_F}, qvel0: {_F}, split: wp.array(dtype=wp.int32), redo_envs: wp.array(dtype=wp.int32), "
-    "split_pass: int, split_depth: float"
+    "split_pass: int, split_depth: float, detect: int"
 )
 MAX_SPLIT = 8  # most substeps the first redo of a flagged env's step takes
 ESCALATED = 2 * MAX_SPLIT  # substeps of the second redo, of a step whose first redo still ended too deep
@@ -184,37 +185,28 @@ def _emit_split_check(t: Tree, e: Emitter) -> None:
         e("    scale_warm_start(cd, w, 1.0 / float(_nsplit))")
 
 
-def _emit_detect_kernel(t: Tree, e: Emitter) -> None:
-    """``detect``: poses and contacts (``nxt``, ``wanted``, ``fresh``) at the current state, for the
-    envs a step cannot start from the contacts the last one ended with: ``mode`` 0, those whose
-    state was set since (``fresh[w] == 0``); ``mode`` 1, those the adaptive split redoes
-    (``split[redo_envs[i]] >= 2``), ``mode`` 2, those it redoes a second time (``== ESCALATED``),
-    their start state restored from ``qpos0``/``qvel0`` first."""
+def _emit_detect_start(t: Tree, e: Emitter) -> None:
+    """A detection pass (``detect >= 0``) of the step kernel computes the poses and contacts
+    (``cd.nxt``, ``cd.nxt_wanted``) at the current state, for the envs a step cannot start from the
+    contacts the last one ended with: ``detect`` 0, those whose state was set since (``cd.fresh[w]
+    == 0``); 1, those the adaptive split redoes (``split[redo_envs[i]] >= 2``); 2, those it redoes
+    a second time (``== ESCALATED``), their start state restored from ``qpos0``/``qvel0`` first.
+    It skips the substep's dynamics and solve and runs the end of the substep
+    (``_emit_detect_end``): the same instructions as a step that ends in this state, so both find
+    the same contacts to the last bit, whatever multiply-adds the compiler fuses."""
     m = t.m
-    e("@wp.kernel")
-    e(
-        f"def detect({_STATE_ARGS}, qpos0: {_F}, qvel0: {_F}, split: wp.array(dtype=wp.int32), "
-        "redo_envs: wp.array(dtype=wp.int32), mode: int, fresh: wp.array(dtype=wp.int32), "
-        "xpos_s: wp.array2d(dtype=wp.vec3), xquat_s: wp.array2d(dtype=wp.vec4), geoms: Geoms, margin: float, "
-        "nxt: _Out, wanted: wp.array(dtype=wp.int32)):"
-    )
+    e("if detect >= 1:")
     with e.indent():
-        e("w = wp.tid()")
-        e("if mode >= 1:")
-        with e.indent():
-            e("w = redo_envs[w]")
-            e(f"if split[w] < 2 or (mode == 2 and split[w] != {ESCALATED}):")
-            e("    return")
-            for k in range(m.nq):
-                e(f"qpos[w, {k}] = qpos0[w, {k}]")
-            for i in range(m.nv):
-                e(f"qvel[w, {i}] = qvel0[w, {i}]")
-        e("elif fresh[w] == 1:")
+        e(f"if split[w] < 2 or (detect == 2 and split[w] != {ESCALATED}):")
         e("    return")
-        _emit_poses_of_qpos(t, e, "xpos_s", "xquat_s")
-        collision_pairs.emit_collide(t, e, "nxt", "wanted", "_deep")
-        e("fresh[w] = 1")
-    e("")
+        for k in range(m.nq):
+            e(f"q{k} = qpos0[w, {k}]")
+            e(f"qpos[w, {k}] = q{k}")
+        for i in range(m.nv):
+            e(f"v{i} = qvel0[w, {i}]")
+            e(f"qvel[w, {i}] = v{i}")
+    e("elif cd.fresh[w] == 1:")
+    e("    return")
 
 
 def _emit_contacts(t: Tree, e: Emitter) -> None:
@@ -313,18 +305,26 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
         _emit_load_state(t, e, remap=contacts)
         e("dt = float(dt_step)")
         if contacts:
-            _emit_split_start(t, e)
+            e("if detect >= 0:")
+            with e.indent():
+                _emit_detect_start(t, e)
+            e("else:")
+            with e.indent():
+                _emit_split_start(t, e)
         actuation.emit_load_controls(t, e)
         dynamics.emit_load_inertial(t.segments, e)
         if contacts:
             e("_ovf = int(0)")
             e("_deep = float(0.0)")
-        if substeps > 1:
-            for i in range(m.nv):  # defined before the loop so they outlive it
+        if substeps > 1 or contacts:
+            for i in range(m.nv):  # defined before the loop (and the detection's skip) so they outlive it
                 e(f"fa{i} = float(0.0)")
+        if substeps > 1:
             e("for _sub in range(nsub):")
             e.depth += 1
         if contacts:
+            e("if detect < 0:  # a detection pass only ends the substep")
+            e.depth += 1
             for i in range(m.nv):
                 e(f"v0_{i} = v{i}")
         _emit_dynamics(t, e)
@@ -336,9 +336,13 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
             _emit_contacts(t, e)
         integrator.emit_positions(t, e, "dt")
         if contacts:
+            e.depth -= 1
             _emit_detect_end(t, e)
         e.depth -= 1 if substeps > 1 else 0
         if contacts:
+            e("if detect >= 0:")
+            e("    cd.fresh[w] = 1")
+            e("    return")
             e("cd.overflow[w] = _ovf")
             _emit_split_check(t, e)
         for k in range(m.nq):
@@ -347,8 +351,6 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
             e(f"qvel[w, {i}] = v{i}")
             e(f"qfrc_actuator_out[w, {i}] = fa{i}")
     e("")
-    if contacts:
-        _emit_detect_kernel(t, e)
     return e.source()
 
 
@@ -357,15 +359,13 @@ def _cache_dir() -> Path:
 
 
 class Kernels:
-    """The kernels of one model (attributes ``fk``, ``forward``, ``step``, and ``detect`` for a step
-    with contacts, else None) and their module."""
+    """The kernels of one model (attributes ``fk``, ``forward``, ``step``) and their module."""
 
     def __init__(self, module: ModuleType):
         self.module = module
         self.fk = module.fk
         self.forward = module.forward
         self.step = module.step
-        self.detect = getattr(module, "detect", None)
 
 
 def load_kernels(t: Tree, substeps: int = 1, contacts: bool = False) -> Kernels:
@@ -391,6 +391,21 @@ def _control_inputs(d: Data) -> list:
     return [getattr(d, name) for name in actuation.CONTROL_ARRAYS] + [d.body_inertial]
 
 
+def _record(
+    k: Kernels, d: Data, gravity: wp.vec3, dt: float, nsub: int, contact_args, split_args, split_pass, detect
+) -> wp.Launch:
+    extra = [d.xpos, d.xquat, *contact_args] if contact_args else []
+    split = [*split_args[:4], split_pass, split_args[4], detect] if contact_args else []
+    return wp.launch(
+        k.step,
+        dim=d.qpos.shape[0],
+        inputs=[d.qpos, d.qvel, *_control_inputs(d), gravity, dt, nsub],
+        outputs=[d.qfrc_actuator, *extra, *split],
+        device=d.qpos.device,
+        record_cmd=True,
+    )
+
+
 def record_step(
     k: Kernels,
     d: Data,
@@ -405,35 +420,19 @@ def record_step(
     A step generated with contacts takes ``contact_args``: ``[geoms, contact_model, contact_data,
     margin, iterations, tolerance, max_penetration]`` and ``split_args``: ``[qpos0, qvel0, split,
     redo_envs, split_depth]``; with ``split_depth > 0`` the redo passes follow the first."""
-    extra = [d.xpos, d.xquat, *contact_args] if contact_args else []
     passes = [None]
     if contact_args:
         passes = [-1, *range(MAX_SPLIT + ESCALATED)] if split_args[4] > 0 else [-1]
-    return [
-        wp.launch(
-            k.step,
-            dim=d.qpos.shape[0],
-            inputs=[d.qpos, d.qvel, *_control_inputs(d), gravity, dt, nsub],
-            outputs=[d.qfrc_actuator, *extra, *([*split_args[:4], p, split_args[4]] if contact_args else [])],
-            device=d.qpos.device,
-            record_cmd=True,
-        )
-        for p in passes
-    ]
+    return [_record(k, d, gravity, dt, nsub, contact_args, split_args, p, -1) for p in passes]
 
 
-def record_detect(k: Kernels, d: Data, contact_args: list, split_args: list, mode: int) -> wp.Launch:
-    """The ``detect`` launch of ``mode`` (0: envs whose state was set, 1 and 2: envs to redo) with the
-    step's ``contact_args`` and ``split_args`` (``record_step``), recorded once."""
-    geoms, _cm, cd, margin = contact_args[:4]
-    return wp.launch(
-        k.detect,
-        dim=d.qpos.shape[0],
-        inputs=[d.qpos, d.qvel, *split_args[:4], mode, cd.fresh, d.xpos, d.xquat, geoms, margin]
-        + [cd.nxt, cd.nxt_wanted],
-        device=d.qpos.device,
-        record_cmd=True,
-    )
+def record_detect(
+    k: Kernels, d: Data, gravity: wp.vec3, contact_args: list, split_args: list, mode: int
+) -> wp.Launch:
+    """The step kernel's detection pass ``mode`` (0: envs whose state was set, 1 and 2: envs to redo;
+    ``_emit_detect_start``) with the step's ``contact_args`` and ``split_args`` (``record_step``),
+    recorded once."""
+    return _record(k, d, gravity, 0.0, 1, contact_args, split_args, -1, mode)
 
 
 def record_fk(k: Kernels, d: Data, stale: wp.array) -> wp.Launch:
