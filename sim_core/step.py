@@ -50,6 +50,7 @@ import warp as wp
 from sim_core.quaternion import quat_integrate, quat_wxyz
 {contact_imports}
 wp.set_module_options({{"enable_backward": False, "optimization_level": 3, "max_unroll": {max_unroll}}})
+wp.set_module_options({{"cpu_compiler_flags": {cpu_flags!r}}})
 
 vec_nv = wp.types.vector(length={nv}, dtype=wp.float32)
 vec_fac = wp.types.vector(length={nfac}, dtype=wp.float32)
@@ -256,6 +257,7 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
         nfac=integrator.factor_size(t),
         contact_imports=_CONTACT_IMPORTS if contacts else "",
         max_unroll=max(16, m.nv),  # the contact solver's loops over the dofs unroll (``_rows_dot``)
+        cpu_flags=cpu_compiler_flags(),
     )
     for line in header.splitlines():
         e(line)
@@ -352,6 +354,16 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
             e(f"qfrc_actuator_out[w, {i}] = fa{i}")
     e("")
     return e.source()
+
+
+def cpu_compiler_flags() -> str:
+    """Warp's CPU compiler flags plus ``-ffp-contract=fast``: clang then fuses a product and a sum
+    of separate statements into one FMA instruction (Warp emits each operation as its own
+    statement, and clang's default fuses only within one expression, so the CPU code had none).
+    Fusions are chosen per code block, which is why contacts are detected by a pass of the step
+    kernel itself (``_emit_detect_start``). NVRTC fuses by default, so the CUDA code has them too."""
+    base = wp.config.cpu_compiler_flags
+    return ("-march=native" if base is None else base) + " -ffp-contract=fast"
 
 
 def _cache_dir() -> Path:
