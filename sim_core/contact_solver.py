@@ -686,17 +686,19 @@ def solve_contacts(
     iterations: int,
     tolerance: float,
     max_penetration: float,
+    limits: bool,
     dofs: Any,
 ):
     """Correct ``cd.vel[w]`` for env ``w``'s first ``nc`` contacts, whose rows are set up
-    (``start_row`` or ``idle_row``, and the contacts' entries of ``cd.wnn``), and its active joint
-    limits (``cd.lim_side``/``lim_tgt``); write the contact forces to ``cd.force[w]`` (see the module
+    (``start_row`` or ``idle_row``, and the contacts' entries of ``cd.wnn``), and, if ``limits``
+    (some joint limit is active), its active joint limits (``cd.lim_side``/``lim_tgt``, and the
+    factor ``cd.fac``: written only then); write the contact forces to ``cd.force[w]`` (see the module
     docstring). Up to ``iterations`` rounds of friction (normal impulses held: the warm start's at
     first), then all normals, stopping once no row changes its velocity by ``tolerance`` (m/s) or
     more. ``dofs``: see ``_rows_dot``."""
     nrow = nc
     k = int(0)  # active limits of touched trees: one more row each
-    while k < cm.lim_dof.shape[0]:
+    while limits and k < cm.lim_dof.shape[0]:
         d = cm.lim_dof[k]
         if cd.lim_side[w, k] != 0.0 and _touched(cd, w, nc, d):
             _limit_row(cm, cd, w, nrow, d, cd.lim_side[w, k], cd.lim_tgt[w, k], dofs)

@@ -225,15 +225,17 @@ def _emit_contacts(t: Tree, e: Emitter) -> None:
     e("_ovf = wp.max(_ovf, _nc - _ncs)")
     e("if _ncs > 0:  # contacts, with the active limits of the trees they touch")
     with e.indent():
-        for k, name in enumerate(integrator.factor_names(t)):
-            e(f"cd.fac[w, {k}] = {name}")
+        e("if _any:  # the limit rows' targets, and the factor their A^-1 J^T is solved with")
+        with e.indent():
+            for k, name in enumerate(integrator.factor_names(t)):
+                e(f"cd.fac[w, {k}] = {name}")
+            for k, (i, _a, _lo, _hi) in enumerate(t.limited_dofs()):
+                e(f"cd.lim_side[w, {k}] = side{i}")
+                e(f"cd.lim_tgt[w, {k}] = tgt{i}")
         for i in range(m.nv):
             e(f"cd.vel[w, {i}] = v{i}")
-        for k, (i, _a, _lo, _hi) in enumerate(t.limited_dofs()):
-            e(f"cd.lim_side[w, {k}] = side{i}")
-            e(f"cd.lim_tgt[w, {k}] = tgt{i}")
         contact_rows.emit_contact_rows(t, e)
-        e("solve_contacts(cm, cd, w, _ncs, dt, iterations, tolerance, max_pen, vec_nv())")
+        e("solve_contacts(cm, cd, w, _ncs, dt, iterations, tolerance, max_pen, _any, vec_nv())")
         for i in range(m.nv):
             e(f"v{i} = cd.vel[w, {i}]")
     e("else:")
