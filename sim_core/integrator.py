@@ -88,10 +88,10 @@ def _emit_limit_rows(t: Tree, e: Emitter, dt: str, speculative: bool = False) ->
     A limit is active when this step's velocity would cross it; with ``speculative`` also when the
     joint is within ``LIMIT_MARGIN`` of it (a tenth of the range at most), so that the contact
     solver, which gets these rows too, cannot push the joint through it."""
+    e("_any = False")
     lims = t.limited_dofs()
     if not lims:
         return
-    e("_any = False")
     for i, a, lo, hi in lims:
         margin = min(LIMIT_MARGIN, 0.1 * (hi - lo)) if speculative else 0.0
         e(f"_qn = q{a} + {dt} * v{i}")
