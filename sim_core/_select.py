@@ -127,7 +127,8 @@ def to_values(
                 f" or {trailing} to broadcast, got {shape}"
             )
         batched = True
-    if check_finite and not bool(torch.isfinite(t).all()):
+    # the sum first: one reduction; only a non-finite sum (inf/NaN, or an overflow) takes the full check
+    if check_finite and not bool(torch.isfinite(t.sum())) and not bool(torch.isfinite(t).all()):
         raise InvalidValueError(f"{name}: contains NaN or inf")
     return t, batched
 

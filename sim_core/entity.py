@@ -21,6 +21,8 @@ from .segments import inertial_slots, quat_to_mat_np
 from .transforms import quat_rotate
 from .types import CtrlMode, JointType
 
+_MODE_VALUES = {mode: torch.tensor(int(mode), dtype=torch.int32) for mode in CtrlMode}
+
 if TYPE_CHECKING:
     from .scene import Scene
     from .solver import RigidSolver
@@ -185,14 +187,14 @@ class RigidEntity:
         if check is not None:
             check(vals)
         for field, target_cols, v in pairs(cols, vals):
-            _select.write(s.t[field], target_cols, sel, v, batched, s.n_envs)
+            _select.write(s.t[field], target_cols, sel, v, batched and v.dim() > 0, s.n_envs)
         return sel
 
     def _control(self, field: str, mode: CtrlMode, value, name, dofs_idx_local, envs_idx, unsafe):
         def pairs(cols, vals):
             return [
                 (field, cols, vals),
-                ("ctrl_mode", cols, torch.full_like(vals, int(mode)).int()),
+                ("ctrl_mode", cols, _MODE_VALUES[mode]),  # a scalar, written to every selected dof
             ]
 
         self._set(pairs, value, name, dofs_idx_local, envs_idx, unsafe=unsafe)
