@@ -81,12 +81,8 @@ class RigidSolver:
         )
         if contact_args is not None:  # contacts at the current state where no step ended there
             self._detect_set = step.record_detect(
-                self.kernels, self.data, self._gravity, contact_args, split_args, 0
+                self.kernels, self.data, self._gravity, contact_args, split_args
             )
-            self._detect_redo = [
-                step.record_detect(self.kernels, self.data, self._gravity, contact_args, split_args, m)
-                for m in (1, 2)
-            ]
             self._contacts_stale = True  # some env's state was set since the last step (host flag)
         self._poses_fresh = False  # False: some env's poses may be out of date (see _stale)
         self._stale = torch.ones(self.nworld, dtype=torch.bool, device=device)  # per env, on the device
@@ -191,12 +187,12 @@ class RigidSolver:
 
     def _launch_step(self) -> None:
         """With contacts: their detection where the state was set since the last step (else the
-        step starts from the contacts it ended with), the step's first pass, then its redo passes
-        (adaptive split, ``step.py``: a first redo, then a second of the envs it left too deep).
-        On CUDA every launch runs over all envs (those with nothing to do return at once; no host
-        read). On the CPU, where the flags are in host memory anyway, the redo runs over the
-        flagged envs only and only as many passes as the most substeps any asks for: there an
-        idle thread still costs the copy of the kernel's arguments (~0.2 ms per pass at 1024 envs)."""
+        step starts from the contacts it ended with), the step's first pass, then the redo launch
+        (adaptive split, ``step.py``: each flagged env's first redo, and its second if that still
+        ended too deep). On CUDA the redo runs over all envs (those with nothing to do return at
+        once; no host read); on the CPU, where the flags are in host memory anyway, over the
+        flagged envs only, and not at all without any: there an idle thread still costs the copy
+        of the kernel's arguments."""
         first, *redo = self._step_cmds
         cuda = self.device.type == "cuda"
         if self.contacts is not None and (cuda or self._contacts_stale):
@@ -205,25 +201,13 @@ class RigidSolver:
         first.launch()
         if not redo:
             return
-        first_redo, second_redo = redo[: step.MAX_SPLIT], redo[step.MAX_SPLIT :]
-        if cuda:
-            for cmd in [self._detect_redo[0], *first_redo, self._detect_redo[1], *second_redo]:
-                cmd.launch()
-            return
-        if self._redo_on_cpu(self._split > 1, [self._detect_redo[0], *first_redo[: int(self._split.max())]]):
-            self._redo_on_cpu(self._split == step.ESCALATED, [self._detect_redo[1], *second_redo])
-
-    def _redo_on_cpu(self, flagged: torch.Tensor, cmds: list) -> bool:
-        """Launch ``cmds`` (a redo's detect, then its passes) over the envs ``flagged`` (nworld,) bool
-        only; False if there are none."""
-        envs = torch.nonzero(flagged).flatten()
-        if envs.numel() == 0:
-            return False
-        self._redo_envs[: envs.numel()] = envs
-        for cmd in cmds:
-            cmd.set_dim(envs.numel())
-            cmd.launch()
-        return True
+        if not cuda:
+            envs = torch.nonzero(self._split > 1).flatten()
+            if envs.numel() == 0:
+                return
+            self._redo_envs[: envs.numel()] = envs
+            redo[0].set_dim(envs.numel())
+        redo[0].launch()
 
     def state_changed(self, sel: _select.EnvSel | None = None) -> None:
         """Mark the link poses and end-of-step contacts of the selected envs (default: all) out of

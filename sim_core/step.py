@@ -66,10 +66,7 @@ _CONTROL_ARGS = (
 _POSE_OUT = "xpos_out: wp.array2d(dtype=wp.vec3), xquat_out: wp.array2d(dtype=wp.vec4)"
 
 
-def _emit_load_state(t: Tree, e: Emitter, remap: bool = False) -> None:
-    if remap:  # a redo pass of the adaptive split, and its detection, work on the envs listed
-        e("if split_pass >= 0 or detect >= 1:")
-        e("    w = redo_envs[w]")
+def _emit_load_state(t: Tree, e: Emitter) -> None:
     for k in range(t.m.nq):
         e(f"q{k} = qpos[w, {k}]")
     for i in range(t.m.nv):
@@ -104,10 +101,12 @@ _CONTACT_ARGS = (
 )
 _SPLIT_ARGS = (
     f"qpos0: {_F}, qvel0: {_F}, split: wp.array(dtype=wp.int32), redo_envs: wp.array(dtype=wp.int32), "
-    "split_pass: int, split_depth: float, detect: int"
+    "pass_arg: int, split_depth: float, detect_arg: int"
 )
 MAX_SPLIT = 8  # most substeps the first redo of a flagged env's step takes
 ESCALATED = 2 * MAX_SPLIT  # substeps of the second redo, of a step whose first redo still ended too deep
+REDO = -2  # ``pass_arg`` of the redo launch: each thread runs one flagged env through its redo
+REDO_ITEMS = 2 + MAX_SPLIT + ESCALATED  # the first redo's detection and passes, then the second's
 ENVS_PER_THREAD = 64  # envs one thread of a launch over all envs steps in turn, on the CPU (see below)
 
 
@@ -123,12 +122,35 @@ def free_body_dofs(t: Tree) -> list[int]:
     ]
 
 
+def _emit_redo_sequence(e: Emitter) -> None:
+    """``split_pass`` and ``detect`` of iteration ``_i``: the launch's own, or in the redo launch
+    (``pass_arg == REDO``) item ``_i`` of the redo of env ``redo_envs[tid]``: detection 1, the
+    first redo's passes 0..MAX_SPLIT-1, detection 2, the second redo's passes. The whole redo in one
+    launch: the envs are independent, so each goes through the same sequence as it did in the
+    separate launches of each pass over all flagged envs, which cost ~10 us each on the CPU."""
+    e("split_pass = pass_arg")
+    e("detect = detect_arg")
+    e(f"if pass_arg == {REDO}:")
+    with e.indent():
+        e("w = redo_envs[_tid]")
+        e("split_pass = -1")
+        e("detect = -1")
+        e("if _i == 0:")
+        e("    detect = 1")
+        e(f"elif _i <= {MAX_SPLIT}:")
+        e("    split_pass = _i - 1")
+        e(f"elif _i == {MAX_SPLIT + 1}:")
+        e("    detect = 2")
+        e("else:")
+        e("    split_pass = _i - 2")
+
+
 def _emit_split_start(t: Tree, e: Emitter) -> None:
     """Pass -1 is the step of every env, saving its start state in ``qpos0``/``qvel0``; passes
     0..MAX_SPLIT-1 (the first redo) redo the step of the envs it flagged (``2 <= split[w] <=
-    MAX_SPLIT``) from that state (which the ``detect`` kernel restored, with its contacts), one
-    substep of ``dt / split[w]`` each; passes MAX_SPLIT..MAX_SPLIT+ESCALATED-1 (the second redo)
-    likewise for the envs whose first redo still ended too deep (``split[w] == ESCALATED``)."""
+    MAX_SPLIT``) from that state (which detection 1 restored, with its contacts), one substep of
+    ``dt / split[w]`` each; passes MAX_SPLIT..MAX_SPLIT+ESCALATED-1 (the second redo) likewise for
+    the envs whose first redo still ended too deep (``split[w] == ESCALATED``)."""
     m = t.m
     e("if split_pass >= 0:")
     with e.indent():
@@ -310,13 +332,21 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
         # each thread steps ``per_thread`` envs in turn: on the CPU, where Warp calls the kernel
         # once per thread, the call's prologue (copying every argument's fields it uses to the
         # stack, ~700 instructions) is paid once per ENVS_PER_THREAD envs (arm 1.13x, + cube 1.05x)
-        e("_w = wp.tid() * per_thread")
-        e("_wend = wp.min(_w + per_thread, qpos.shape[0])")
-        e("while _w < _wend:")
+        e("_tid = wp.tid()")
+        e("_i = int(0)")
+        e("_nitems = per_thread")
+        if contacts:
+            e(f"if pass_arg == {REDO}:")
+            e(f"    _nitems = {REDO_ITEMS}")
+        e("while _i < _nitems:")
         e.depth += 1
-        e("w = _w")
-        e("_w += 1")
-        _emit_load_state(t, e, remap=contacts)
+        e("w = _tid * per_thread + _i")
+        if contacts:
+            _emit_redo_sequence(e)
+        e("_i += 1")
+        e("if w >= qpos.shape[0]:")
+        e("    break")
+        _emit_load_state(t, e)
         e("dt = float(dt_step)")
         if contacts:
             e("if detect >= 0:")
@@ -429,12 +459,12 @@ def _record(
     detect=-1,
 ) -> wp.Launch:
     """One recorded launch of the step kernel: the step's first pass (``split_pass`` and ``detect``
-    -1), a redo pass or a detection pass. A launch over all envs steps ``ENVS_PER_THREAD`` envs
-    per thread on the CPU."""
+    -1), the redo (``split_pass == REDO``) or a detection pass. The first pass and detection pass
+    0 step ``ENVS_PER_THREAD`` envs per thread on the CPU."""
     extra = [d.xpos, d.xquat, *contact_args] if contact_args else []
     split = [*split_args[:4], split_pass, split_args[4], detect] if contact_args else []
     n = d.qpos.shape[0]
-    per_thread = ENVS_PER_THREAD if d.qpos.device.is_cpu and split_pass < 0 and detect <= 0 else 1
+    per_thread = ENVS_PER_THREAD if d.qpos.device.is_cpu and split_pass == -1 else 1
     return wp.launch(
         k.step,
         dim=(n + per_thread - 1) // per_thread,
@@ -458,20 +488,18 @@ def record_step(
     once with their arguments packed, so ``.launch()`` costs no per-step argument handling.
     A step generated with contacts takes ``contact_args``: ``[geoms, contact_model, contact_data,
     margin, iterations, tolerance, max_penetration]`` and ``split_args``: ``[qpos0, qvel0, split,
-    redo_envs, split_depth]``; with ``split_depth > 0`` the redo passes follow the first."""
+    redo_envs, split_depth]``; with ``split_depth > 0`` the redo launch follows the first (over the
+    envs in ``redo_envs``: ``set_dim`` to their number)."""
     passes = [-1]
     if contact_args and split_args[4] > 0:
-        passes += list(range(MAX_SPLIT + ESCALATED))
+        passes.append(REDO)
     return [_record(k, d, gravity, dt, nsub, contact_args, split_args, split_pass=p) for p in passes]
 
 
-def record_detect(
-    k: Kernels, d: Data, gravity: wp.vec3, contact_args: list, split_args: list, mode: int
-) -> wp.Launch:
-    """The step kernel's detection pass ``mode`` (0: envs whose state was set, 1 and 2: envs to redo;
-    ``_emit_detect_start``) with the step's ``contact_args`` and ``split_args`` (``record_step``),
-    recorded once."""
-    return _record(k, d, gravity, 0.0, 1, contact_args, split_args, detect=mode)
+def record_detect(k: Kernels, d: Data, gravity: wp.vec3, contact_args: list, split_args: list) -> wp.Launch:
+    """The step kernel's detection pass 0 (the envs whose state was set; ``_emit_detect_start``)
+    with the step's ``contact_args`` and ``split_args`` (``record_step``), recorded once."""
+    return _record(k, d, gravity, 0.0, 1, contact_args, split_args, detect=0)
 
 
 def record_fk(k: Kernels, d: Data, stale: wp.array) -> wp.Launch:
