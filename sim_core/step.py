@@ -1,4 +1,5 @@
-"""The step, composed from the stage emitters into model-specialized kernels, one thread per env.
+"""The step, composed from the stage emitters into model-specialized kernels, one env per thread
+(on the CPU, ``ENVS_PER_THREAD`` envs per thread in turn).
 
 - ``step``: ``nsub`` substeps of kinematics -> bias forces -> mass matrix -> actuation ->
   implicit velocity update -> joint limits -> (contacts) -> positions (-> contacts detected at
@@ -6,9 +7,9 @@
   without contacts; it reads no host memory and can be captured in a CUDA graph. With contacts,
   a detection pass of the same kernel first redetects the envs whose state a ``set_*`` changed
   since the last step (``_emit_detect_start``), and an env whose step ended deeper than
-  ``RigidOptions.split_depth`` in a contact has it redone in finer substeps by up to
-  ``MAX_SPLIT`` more launches, and once more in ``ESCALATED`` if that still ends too deep (the
-  adaptive split, ``_emit_split_start``, ``_emit_split_check``).
+  ``RigidOptions.split_depth`` in a contact has it redone in up to ``MAX_SPLIT`` finer
+  substeps, and once more in ``ESCALATED`` if that still ends too deep, all in one more launch
+  (the adaptive split, ``_emit_redo_sequence``, ``_emit_split_start``, ``_emit_split_check``).
 - ``fk``: world poses of the bodies, run on demand when a getter asks for link poses after the
   state changed (a step without contacts or a ``set_*``), so a step that nobody reads poses from
   does not pay for it.
