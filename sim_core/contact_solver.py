@@ -43,8 +43,8 @@ rounds (the alternation cycles: a tumbling cube, a pad pressed into the floor by
 starts from the last substep's impulses and active-set state of the same pair's row whose contact
 point was nearest (warm start, as Box2D and Bullet match contact points: a pair's slots reorder as
 a box's corners come and go); a warm start that already meets every row to a tenth of the
-tolerance takes no round at all (``_settled``: a body at rest), only one block Gauss-Seidel sweep
-that keeps it at rest (``_polish``). Everything runs in a fixed order:
+tolerance takes no round at all (``_settled``: a body at rest), only the block Gauss-Seidel sweep
+of the check itself, which keeps it at rest (``_polish_row``). Everything runs in a fixed order:
 deterministic.
 
 A contact's J, ``A^-1 J^T`` (by the packed ``L^T D L`` factor the step already computed, over the
@@ -269,14 +269,15 @@ FLIP_EPS = 1.0e-4  # m/s (1 um per step at dt = 0.01): float32 round-off must no
 
 
 @wp.func
-def _settled(cd: ContactData, w: int, nrow: int, tolerance: float, dofs: Any) -> bool:
+def _settled(cd: ContactData, w: int, nc: int, nrow: int, tolerance: float, dofs: Any) -> bool:
     """The warm start already solves every row to within ``tolerance`` (m/s) of its target: then the
     rounds would change no velocity by ``tolerance`` and are skipped (a body at rest, a held grasp:
     most substeps). A row with a normal impulse must meet its target (soft: ``J v + R lam = u_ref``;
     capped: ``J v = u_min``) and not want to switch between them, must stick (tangential velocity
     below ``tolerance``, its friction impulse inside the cone); a row without one must carry no
     friction and separate as the normal solve would leave it inactive. Sets the rows' states as
-    the normal solve would start them."""
+    the normal solve would start them, and polishes each row that passes (``_polish_row``), so
+    the rows after it are checked with its polished impulse: a block Gauss-Seidel sweep."""
     r = int(0)
     while r < nrow:
         lam = cd.lam[w, r]
@@ -302,50 +303,44 @@ def _settled(cd: ContactData, w: int, nrow: int, tolerance: float, dofs: Any) ->
                     return False  # on or outside the cone: sliding, the rounds decide
                 if wp.abs(u[1]) > tolerance or wp.abs(u[2]) > tolerance:
                     return False
+            _polish_row(cd, w, r, nc, lam, u, dofs)
         r += 1
     return True
 
 
 @wp.func
-def _polish(cd: ContactData, w: int, nc: int, nrow: int, dofs: Any):
-    """One block Gauss-Seidel sweep over the rows of a settled warm start (``_settled``), their
-    states held: each active row's normal impulse moves to its target (soft: ``J v + R lam =
-    u_ref``; capped: ``J v = u_min``; not below 0), then its friction to stop its tangential
-    velocity (within the cone). The warm start alone replays the last substep's impulses, which a
-    body's state has moved away from by then: a cube at rest rocked and twisted ever faster until a
-    row missed its target and a full solve put it back (a limit cycle, ~1e-4 rad/s)."""
-    r = int(0)
-    while r < nrow:
-        st = cd.state[w, r]
-        if st != INACTIVE:
-            lam = cd.lam[w, r]
-            u = _rows_dot(cd.jac, cd.vel, w, r, dofs)
-            blk = cd.wblk[w, r]
-            ln = lam[0]
-            if st == SOFT:
-                reg = cd.reg[w, r]
-                ln = lam[0] + (cd.uref[w, r] - reg * lam[0] - u[0]) / (blk[0, 0] + reg)
-            elif blk[0, 0] > 0.0:
-                ln = lam[0] + (cd.umin[w, r] - u[0]) / blk[0, 0]
-            ln = wp.max(ln, 0.0)
-            l1 = lam[1]
-            l2 = lam[2]
-            limit = cd.mu[w, r] * ln
-            if r < nc and limit > 0.0:  # the tangential velocities after the normal's change, stopped
-                u1 = u[1] + blk[1, 0] * (ln - lam[0])
-                u2 = u[2] + blk[2, 0] * (ln - lam[0])
-                det = blk[1, 1] * blk[2, 2] - blk[1, 2] * blk[2, 1]
-                l1 = lam[1] - (blk[2, 2] * u1 - blk[1, 2] * u2) / det
-                l2 = lam[2] - (blk[1, 1] * u2 - blk[2, 1] * u1) / det
-                norm = wp.sqrt(l1 * l1 + l2 * l2)
-                if norm > limit:
-                    l1 = l1 * limit / norm
-                    l2 = l2 * limit / norm
-            dlam = wp.vec3(ln - lam[0], l1 - lam[1], l2 - lam[2])
-            if dlam[0] != 0.0 or dlam[1] != 0.0 or dlam[2] != 0.0:
-                _apply(cd.ajac, cd.vel, w, r, dlam, dofs)
-                cd.lam[w, r] = wp.vec3(ln, l1, l2)
-        r += 1
+def _polish_row(cd: ContactData, w: int, r: int, nc: int, lam: wp.vec3, u: wp.vec3, dofs: Any):
+    """Row ``r`` of a settled warm start (impulses ``lam``, row velocities ``u``), its state held:
+    its normal impulse moves to its target (soft: ``J v + R lam = u_ref``; capped: ``J v = u_min``;
+    not below 0), then its friction to stop its tangential velocity (within the cone). The warm
+    start alone replays the last substep's impulses, which a body's state has moved away from by
+    then: a cube at rest rocked and twisted ever faster until a row missed its target and a full
+    solve put it back (a limit cycle, ~1e-4 rad/s)."""
+    blk = cd.wblk[w, r]
+    ln = lam[0]
+    if cd.state[w, r] == SOFT:
+        reg = cd.reg[w, r]
+        ln = lam[0] + (cd.uref[w, r] - reg * lam[0] - u[0]) / (blk[0, 0] + reg)
+    elif blk[0, 0] > 0.0:
+        ln = lam[0] + (cd.umin[w, r] - u[0]) / blk[0, 0]
+    ln = wp.max(ln, 0.0)
+    l1 = lam[1]
+    l2 = lam[2]
+    limit = cd.mu[w, r] * ln
+    if r < nc and limit > 0.0:  # the tangential velocities after the normal's change, stopped
+        u1 = u[1] + blk[1, 0] * (ln - lam[0])
+        u2 = u[2] + blk[2, 0] * (ln - lam[0])
+        det = blk[1, 1] * blk[2, 2] - blk[1, 2] * blk[2, 1]
+        l1 = lam[1] - (blk[2, 2] * u1 - blk[1, 2] * u2) / det
+        l2 = lam[2] - (blk[1, 1] * u2 - blk[2, 1] * u1) / det
+        norm = wp.sqrt(l1 * l1 + l2 * l2)
+        if norm > limit:
+            l1 = l1 * limit / norm
+            l2 = l2 * limit / norm
+    dlam = wp.vec3(ln - lam[0], l1 - lam[1], l2 - lam[2])
+    if dlam[0] != 0.0 or dlam[1] != 0.0 or dlam[2] != 0.0:
+        _apply(cd.ajac, cd.vel, w, r, dlam, dofs)
+        cd.lam[w, r] = wp.vec3(ln, l1, l2)
 
 
 @wp.func
@@ -756,14 +751,11 @@ def solve_contacts(
     # sideways. One loop, so the (large) normal solve is inlined once.
     cone = int(0)
     rounds = int(0)
-    settled = _settled(cd, w, nrow, 0.1 * tolerance, dofs)
-    if settled:
+    if _settled(cd, w, nc, nrow, 0.1 * tolerance, dofs):
+        rounds = iterations + CONE_PASSES  # nothing more to do
         cd.rounds[w] = 0
     ref = float(1.0e30)  # the change STALL_ROUNDS rounds must halve
     stalled = int(0)
-    if settled:
-        _polish(cd, w, nc, nrow, dofs)
-        rounds = iterations + CONE_PASSES
     while rounds < iterations + CONE_PASSES:
         change = float(0.0)
         if cone == 0:

@@ -343,7 +343,7 @@ def test_dropped_cube_rests_at_its_half_size_and_does_not_drift():
     assert r["min_height_during_drop_m"] > CUBE / 2 - 5e-3  # the impact does not sink it
     assert abs(r["normal_force_over_weight"] - 1.0) < 0.02
     assert r["contacts"] == 4
-    # no jitter: before the settled warm start was polished (``_polish``), a resting cube rocked and
+    # no jitter: before the settled warm start was polished (``_polish_row``), a resting cube rocked and
     # twisted at up to ~2e-4 rad/s in a limit cycle, and took a round of the solve every other step
     assert r["rest_max_solver_rounds"] == 0
     assert r["rest_max_speed_m_s"] < 1e-6 and r["rest_max_spin_rad_s"] < 1e-5
