@@ -25,7 +25,7 @@ from .codegen import Emitter, Tree, is_zero, vec3
 from .dynamics import emit_solve
 from .types import JointType
 
-__all__ = ["emit_contact_rows"]
+__all__ = ["emit_contact_rows", "emit_dof_helpers"]
 
 
 def _deepest_dof(t: Tree, b: int) -> int:
@@ -194,3 +194,45 @@ def emit_contact_rows(t: Tree, e: Emitter) -> None:
             e("start_row(cm, cd, w, _c, _dist, _vn0, dt, max_pen, vec_nv())")
         e("for _a in range(_c):")
         e("    cd.wnn[w, _c, _a] = cd.wnn[w, _a, _c]")
+
+
+def emit_dof_helpers(t: Tree, e: Emitter) -> None:
+    """The contact solver's dof loops (``contact_solver.DOF_HELPERS``, same signatures) for this
+    model: over the dofs of each kinematic tree a contact can touch that row ``c`` touches
+    (``trees[w, c]``), unrolled, instead of over all of the model's dofs."""
+    chains = _chains(t)
+    trees = _trees(t, {d for chain in chains.values() for d in chain})
+    arrays = "trees: wp.array2d(dtype=wp.vec4i), w: int, c: int"
+    jv = f"jac: wp.array3d(dtype=wp.vec3), v: wp.array2d(dtype=wp.float32), {arrays}"
+    av = f"ajac: wp.array3d(dtype=wp.vec3), vel: wp.array2d(dtype=wp.float32), {arrays}"
+    for name, args, ret, zero, term in (
+        ("_rows_dot", jv, "wp.vec3", "wp.vec3(0.0)", "jac[w, c, {d}] * v[w, {d}]"),
+        ("_normal_dot", jv, "float", "float(0.0)", "jac[w, c, {d}][0] * v[w, {d}]"),
+    ):
+        e("@wp.func")
+        e(f"def {name}({args}, dofs: vec_nv) -> {ret}:")
+        with e.indent():
+            e("t = trees[w, c]")
+            e(f"u = {zero}")
+            e(f"u2 = {zero}")
+            for s, end in trees:
+                e(f"if {_touches('t', s, end)}:")
+                with e.indent():
+                    for k, d in enumerate(range(s, end)):  # two interleaved partial sums
+                        e(f"{'u' if k % 2 == 0 else 'u2'} = {'u' if k % 2 == 0 else 'u2'} + {term.format(d=d)}")
+            e("return u + u2")
+        e("")
+    for name, arg, term in (
+        ("_apply", "dlam: wp.vec3", "wp.dot(ajac[w, c, {d}], dlam)"),
+        ("_apply_normal", "dl: float", "ajac[w, c, {d}][0] * dl"),
+    ):
+        e("@wp.func")
+        e(f"def {name}({av}, {arg}, dofs: vec_nv):")
+        with e.indent():
+            e("t = trees[w, c]")
+            for s, end in trees:
+                e(f"if {_touches('t', s, end)}:")
+                with e.indent():
+                    for d in range(s, end):
+                        e(f"vel[w, {d}] = vel[w, {d}] + {term.format(d=d)}")
+        e("")

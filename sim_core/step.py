@@ -93,9 +93,11 @@ def _emit_dynamics(t: Tree, e: Emitter) -> None:
 
 _CONTACT_IMPORTS = """\
 from sim_core.collision import Geoms, _Out, copy_contacts, deepest, narrow_phase, pair_apart
-from sim_core.contact_solver import ContactData, ContactModel, contact_tangent, forget_contacts, idle_row
-from sim_core.contact_solver import scale_warm_start, solve_contacts, start_row
+from sim_core.contact_solver import ContactData, ContactModel, specialize
 """
+# after the model's dof helpers (``contact_rows.emit_dof_helpers``): the contact solver's functions
+# (``solve_contacts``, ``start_row``, ...) built with them, as this module's
+_SPECIALIZED = "globals().update(specialize(globals(), __name__))"
 _CONTACT_ARGS = (
     "xpos_s: wp.array2d(dtype=wp.vec3), xquat_s: wp.array2d(dtype=wp.vec4), geoms: Geoms, "
     "cm: ContactModel, cd: ContactData, margin: float, iterations: int, tolerance: float, max_pen: float"
@@ -289,6 +291,10 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
     e("")
     integrator.emit_unit_solve_func(t, e)
     integrator.emit_limit_func(t, e)
+    if contacts:
+        contact_rows.emit_dof_helpers(t, e)
+        e(_SPECIALIZED)
+        e("")
 
     e("@wp.kernel")
     e(f"def fk(qpos: {_F}, stale: wp.array(dtype=wp.bool), {_POSE_OUT}):")
