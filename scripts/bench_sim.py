@@ -9,9 +9,13 @@ For each batch size ``n_envs`` (default 1, 64, 1024, 4096, 16384):
   ``franka_panda`` MJCF; ``arm_cube`` adds a free 5 cm cube on the floor in front of the arm (contacts
   of the hand and finger pads with the floor and the cube, of the cube with the floor).
   After ``--warmup`` (200) untimed steps of random targets, which take the envs from the tidy
-  start (cube at rest, hand above it) to the steady contact load of random commands (pads struck
-  into the floor and the cube, cubes knocked about: a step there costs sim_core about 1.5 times
-  what the first 100 cost), ``sc.synchronize()`` is called and the clock starts; every timed
+  start (cube at rest, hand above it) to the contact load of random commands (pads struck
+  into the floor and the cube, cubes knocked about: a step there costs sim_core about 1.6 times
+  what the first 100 cost; the next few hundred are its heaviest, and later ones, as the cubes
+  drift, up to 1.2x cheaper again), the state is saved. Each timed round starts from that state
+  (restored untimed, so both simulators time the same stretch of the same envs: a round that
+  went on from where the last one stopped would time a lighter stretch at the sizes with more
+  steps), ``sc.synchronize()`` is called and the clock starts; every timed
   step draws FRESH uniform random position targets inside each joint's range
   (``scene.mjmodel.jnt_range``) with ``torch.rand`` on the simulation device, passes them to
   ``franka.control_dofs_position`` and calls ``scene.step()``. ``sc.synchronize()`` is called
@@ -256,10 +260,16 @@ def bench_sim_core(sc: Any, n_envs: int, steps: int, args: argparse.Namespace, k
         scene.step()
     sc.synchronize()
     solver = scene.sim.rigid_solver
-    start = tuple(t.detach().cpu().numpy().astype(np.float64) for t in (solver.get_qpos(), solver.get_qvel()))
+    qpos0, qvel0 = solver.get_qpos().clone(), solver.get_qvel().clone()
+    start = tuple(t.detach().cpu().numpy().astype(np.float64) for t in (qpos0, qvel0))
 
     def timed() -> float:
-        """Seconds for ``steps`` steps, each with fresh random targets, synchronized."""
+        """Seconds for ``steps`` steps from the warm-up's end state (every round starts there, as
+        MuJoCo's rollouts do: random commands move the load, see the module docstring), each with
+        fresh random targets, synchronized. The restore is untimed; the contacts it makes stale are
+        detected in the first timed step."""
+        solver.set_qpos(qpos0)
+        solver.set_qvel(qvel0)
         sc.synchronize()
         t0 = time.perf_counter()
         for _ in range(steps):
