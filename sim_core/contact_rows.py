@@ -108,14 +108,6 @@ def _emit_jacobian(t: Tree, e: Emitter, chains: dict[int, list[int]], tree_dofs:
                     e(f"j{d} = j{d} {sign} wp.vec3(wp.dot(_n, _jp), wp.dot(_t1, _jp), wp.dot(_t2, _jp))")
 
 
-def _emit_zero_rows(e: Emitter, dofs) -> None:
-    """Contact ``_c``'s J and A^-1 J^T are zero at ``dofs`` (the solver's dof loops run over all
-    dofs, ``contact_solver._rows_dot``)."""
-    for d in dofs:
-        e(f"cd.jac[w, _c, {d}] = wp.vec3(0.0)")
-        e(f"cd.ajac[w, _c, {d}] = wp.vec3(0.0)")
-
-
 def _sum(terms: list[str]) -> str:
     """The sum of ``terms`` as two interleaved partial sums: two chains of dependent adds half as
     long (a dot product over a tree's dofs waited on each add in turn)."""
@@ -163,14 +155,11 @@ def emit_contact_rows(t: Tree, e: Emitter) -> None:
         e("for _a in range(_c + 1):")
         e("    cd.wnn[w, _a, _c] = 0.0")
         e("if _idle:")
-        with e.indent():
-            e("idle_row(cd, w, _c)")
-            _emit_zero_rows(e, range(t.m.nv))
+        e("    idle_row(cd, w, _c)")
         e("else:")
         with e.indent():
             e("cd.trees[w, _c] = _rt")
             e("_blk = wp.mat33(0.0)")
-            _emit_zero_rows(e, [d for d in range(t.m.nv) if d not in tree_dofs])
             for s, end in trees:
                 dofs = range(s, end)
                 e(f"if {_touches('_rt', s, end)}:")
@@ -186,9 +175,6 @@ def emit_contact_rows(t: Tree, e: Emitter) -> None:
                         e(f"if {_touches('_tr', s, end)}:")
                         dot = _sum([f"cd.jac[w, _a, {d}][0] * aj{d}[0]" for d in dofs])
                         e(f"    cd.wnn[w, _a, _c] = cd.wnn[w, _a, _c] + {dot}")
-                e("else:")
-                with e.indent():
-                    _emit_zero_rows(e, dofs)
             e("cd.wblk[w, _c] = _blk")
             e("_vn0 = " + _sum([f"j{d}[0] * v0_{d}" for d in tree_dofs]))
             e("start_row(cm, cd, w, _c, _dist, _vn0, dt, max_pen, vec_nv())")
@@ -209,7 +195,7 @@ def emit_dof_helpers(t: Tree, e: Emitter) -> None:
         ("_rows_dot", jv, "wp.vec3", "wp.vec3(0.0)", "jac[w, c, {d}] * v[w, {d}]"),
         ("_normal_dot", jv, "float", "float(0.0)", "jac[w, c, {d}][0] * v[w, {d}]"),
     ):
-        e("@wp.func")
+        e("@wp.func(inline=True)")
         e(f"def {name}({args}, dofs: vec_nv) -> {ret}:")
         with e.indent():
             e("t = trees[w, c]")
@@ -226,7 +212,7 @@ def emit_dof_helpers(t: Tree, e: Emitter) -> None:
         ("_apply", "dlam: wp.vec3", "wp.dot(ajac[w, c, {d}], dlam)"),
         ("_apply_normal", "dl: float", "ajac[w, c, {d}][0] * dl"),
     ):
-        e("@wp.func")
+        e("@wp.func(inline=True)")
         e(f"def {name}({av}, {arg}, dofs: vec_nv):")
         with e.indent():
             e("t = trees[w, c]")

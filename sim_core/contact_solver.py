@@ -195,21 +195,29 @@ _Trees = wp.array2d(dtype=wp.vec4i)
 
 
 @wp.func
+def _in_trees(i: int, t: wp.vec4i) -> bool:
+    return (i >= t[0] and i < t[1]) or (i >= t[2] and i < t[3])
+
+
+@wp.func
 def _rows_dot(
     jac: wp.array3d(dtype=wp.vec3), v: wp.array2d(dtype=wp.float32), trees: _Trees, w: int, c: int, dofs: Any
 ) -> wp.vec3:
     """``J_c v``: the three row velocities of row ``c`` for dof velocities ``v[w]``. ``dofs``: a
     vector as long as the model has dofs (its value unused): the dof loops of these helpers get a
-    length fixed when the step is compiled, and unroll. A row's J and A^-1 J^T are zero outside
-    its trees (``trees[w, c]``), which these generic versions ignore; a generated step replaces
-    them with versions unrolled per tree of its model (``specialize``)."""
+    length fixed when the step is compiled, and unroll. A row's J and A^-1 J^T are only written
+    within its trees (``trees[w, c]``; zero there would be elsewhere), and these helpers read
+    nothing else; a generated step replaces them with versions unrolled per tree of its model
+    (``specialize``)."""
+    t = trees[w, c]
     u = wp.vec3(0.0)
     u2 = wp.vec3(0.0)
     for i in range(len(dofs)):
-        if i % 2 == 0:
-            u += jac[w, c, i] * v[w, i]
-        else:
-            u2 += jac[w, c, i] * v[w, i]
+        if _in_trees(i, t):
+            if i % 2 == 0:
+                u += jac[w, c, i] * v[w, i]
+            else:
+                u2 += jac[w, c, i] * v[w, i]
     return u + u2
 
 
@@ -224,8 +232,10 @@ def _apply(
     dofs: Any,
 ):
     """``vel += A^-1 J_c^T dlam``."""
+    t = trees[w, c]
     for i in range(len(dofs)):
-        vel[w, i] = vel[w, i] + wp.dot(ajac[w, c, i], dlam)
+        if _in_trees(i, t):
+            vel[w, i] = vel[w, i] + wp.dot(ajac[w, c, i], dlam)
 
 
 @wp.func
@@ -233,13 +243,15 @@ def _normal_dot(
     jac: wp.array3d(dtype=wp.vec3), v: wp.array2d(dtype=wp.float32), trees: _Trees, w: int, c: int, dofs: Any
 ) -> float:
     """The normal row of ``_rows_dot``."""
+    t = trees[w, c]
     u = float(0.0)
     u2 = float(0.0)
     for i in range(len(dofs)):
-        if i % 2 == 0:
-            u += jac[w, c, i][0] * v[w, i]
-        else:
-            u2 += jac[w, c, i][0] * v[w, i]
+        if _in_trees(i, t):
+            if i % 2 == 0:
+                u += jac[w, c, i][0] * v[w, i]
+            else:
+                u2 += jac[w, c, i][0] * v[w, i]
     return u + u2
 
 
@@ -254,27 +266,28 @@ def _apply_normal(
     dofs: Any,
 ):
     """``_apply`` of a normal impulse ``dl`` alone."""
+    t = trees[w, c]
     for i in range(len(dofs)):
-        vel[w, i] = vel[w, i] + ajac[w, c, i][0] * dl
+        if _in_trees(i, t):
+            vel[w, i] = vel[w, i] + ajac[w, c, i][0] * dl
 
 
 @wp.func
-def _in_trees(i: int, t: wp.vec4i) -> bool:
-    return (i >= t[0] and i < t[1]) or (i >= t[2] and i < t[3])
-
-
-@wp.func
-def _normal_matrix(cd: ContactData, w: int, first: int, nrow: int, dofs: Any):
-    """``wnn[w, a, b]`` = J_a A^-1 J_b^T over the normal rows, for the rows ``b`` from ``first`` on (the
-    contacts' were written with their rows): zero unless the rows share a tree, as their J and
-    A^-1 J^T are zero outside their trees. ``dofs``: see ``_rows_dot``."""
+def _normal_matrix(cd: ContactData, w: int, first: int, nrow: int):
+    """``wnn[w, a, b]`` = J_a A^-1 J_b^T over the normal rows, for the limit rows ``b`` from ``first`` on
+    (the contacts' were written with their rows): over the one tree of limit row ``b``, zero unless
+    row ``a`` touches it (J and A^-1 J^T are zero outside a row's trees)."""
     b = int(first)
     while b < nrow:
+        tb = cd.trees[w, b]
         a = int(0)
         while a < b + 1:
             s = float(0.0)
-            for i in range(len(dofs)):
-                s += cd.jac[w, a, i][0] * cd.ajac[w, b, i][0]
+            if _in_trees(tb[0], cd.trees[w, a]):
+                i = int(tb[0])
+                while i < tb[1]:
+                    s += cd.jac[w, a, i][0] * cd.ajac[w, b, i][0]
+                    i += 1
             cd.wnn[w, a, b] = s
             cd.wnn[w, b, a] = s
             a += 1
@@ -644,9 +657,11 @@ def _limit_row(cm: ContactModel, cd: ContactData, w: int, r: int, d: int, side: 
     tree = cm.body_tree[cm.dof_body[d]]
     t = wp.vec4i(tree[0], tree[1], 0, 0)
     cd.trees[w, r] = t
-    for i in range(len(dofs)):
+    i = int(t[0])
+    while i < t[1]:
         cd.jac[w, r, i] = wp.vec3(0.0)
         cd.ajac[w, r, i] = wp.vec3(0.0)
+        i += 1
     cd.jac[w, r, d] = wp.vec3(side, 0.0, 0.0)
     cd.ajac[w, r, d] = wp.vec3(side, 0.0, 0.0)
     _solve3(cd.ajac, cd.fac, cm.dof_parent, cm.dof_fac, cm.ndinv, w, r, t[0], t[1])
@@ -763,7 +778,7 @@ def solve_contacts(
             _limit_row(cm, cd, w, nrow, d, cd.lim_side[w, k], cd.lim_tgt[w, k], dofs)
             nrow += 1
         k += 1
-    _normal_matrix(cd, w, nc, nrow, dofs)
+    _normal_matrix(cd, w, nc, nrow)
     cd.nact[w] = -1  # a new matrix: no factor yet
     # rounds of friction (the normal impulses held), each closed by the normal solve, until nothing
     # changes by ``tolerance`` or the budget is spent; then up to CONE_PASSES rounds that project
