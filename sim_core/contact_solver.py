@@ -130,10 +130,7 @@ class ContactData:
     act: wp.array2d(dtype=wp.int32)  # (nworld, max_contacts) the active rows
     sysm: wp.array3d(dtype=wp.float32)  # (nworld, max_contacts, max_contacts) active rows' system
     sysb: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) its right-hand side, then solution
-    rhs: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) scratch of the triangular solves
-    perm: wp.array2d(dtype=wp.int32)  # (nworld, max_contacts) the factor's row order
     nact: wp.array(dtype=wp.int32)  # (nworld,) active rows the factor in sysm is for; -1: stale
-    scale: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) the system's diagonal scaling
     lnew: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal impulses of a round
     trees: wp.array2d(dtype=wp.vec4i)  # (nworld, max_contacts) dof ranges [a0, a1), [b0, b1) it touches
     lam: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) impulses (normal, t1, t2), N s
@@ -381,7 +378,7 @@ def _polish_row(cd: ContactData, w: int, r: int, nc: int, lam: wp.vec3, u: wp.ve
 def _solve_normals(cd: ContactData, w: int, nc: int, dofs: Any) -> float:
     """All normal impulses of env ``w`` at once, the friction impulses held: an active-set solve
     (each row inactive with ``lam = 0``, soft, or held at its depth cap) of the mixed
-    complementarity problem, by an LU factor of the active rows' system (kept while the active set
+    complementarity problem, by an L D L^T factor of the active rows' system (kept while the active set
     stays, so the rounds of friction and normals in a substep mostly reuse it); one row changes
     state per round, the first that contradicts the solution (Murty's least-index rule, which cannot
     cycle in exact arithmetic; after 4 nc + 4 rounds the last solution stands, negative impulses
@@ -411,20 +408,20 @@ def _solve_normals(cd: ContactData, w: int, nc: int, dofs: Any) -> float:
         if cd.nact[w] < 0:  # factor the active rows' system once per active set
             _factor_active(cd, w, nc)
         k = cd.nact[w]
-        r = int(0)  # right-hand side: each active row's target velocity, scaled
+        r = int(0)  # right-hand side: each active row's target velocity
         while r < k:
             i = cd.act[w, r]
             target = wp.where(cd.state[w, i] == SOFT, cd.uref[w, i], cd.umin[w, i])
-            cd.sysb[w, r] = (target - cd.u0[w, i]) * cd.scale[w, r]
+            cd.sysb[w, r] = target - cd.u0[w, i]
             r += 1
-        _lu_solve(cd.sysm, cd.perm, cd.sysb, cd.rhs, w, k)
+        _ldl_solve(cd.sysm, cd.sysb, w, k)
         i = int(0)
         while i < nc:
             cd.lnew[w, i] = 0.0
             i += 1
         r = int(0)
         while r < k:
-            cd.lnew[w, cd.act[w, r]] = cd.sysb[w, r] * cd.scale[w, r]
+            cd.lnew[w, cd.act[w, r]] = cd.sysb[w, r]
             r += 1
         settled = int(1)  # else the first row whose state contradicts the solution flips (least index)
         i = int(0)
@@ -470,10 +467,9 @@ def _solve_normals(cd: ContactData, w: int, nc: int, dofs: Any) -> float:
 
 @wp.func
 def _factor_active(cd: ContactData, w: int, nc: int):
-    """The active rows (``cd.act``, ``cd.nact``) and the LU factor of their system (``cd.sysm``,
-    ``cd.perm``): the normal rows' block of W plus each row's regularization, scaled symmetrically by
-    its diagonal first (an arm's rows weigh ~1e4 times less than a cube's, too wide a spread for
-    float32 elimination unscaled; ``cd.scale``)."""
+    """The active rows (``cd.act``, ``cd.nact``) and the ``L D L^T`` factor of their system
+    (``cd.sysm``, ``_ldl_factor``): the normal rows' block of W plus each row's regularization,
+    symmetric positive definite."""
     k = int(0)
     i = int(0)
     while i < nc:
@@ -485,106 +481,80 @@ def _factor_active(cd: ContactData, w: int, nc: int):
     while r < k:
         i = cd.act[w, r]
         q = int(0)
-        while q < k:
+        while q < r:
             cd.sysm[w, r, q] = cd.wnn[w, i, cd.act[w, q]]
             q += 1
         # rigid rows get a tiny regularization: coplanar contacts (a box's four corners, on both
         # faces of a cube in a stack) are redundant, and the system would be singular
         if cd.state[w, i] == SOFT:
-            cd.sysm[w, r, r] = cd.sysm[w, r, r] + wp.max(cd.reg[w, i], RIGID_REG * cd.wnn[w, i, i])
+            cd.sysm[w, r, r] = cd.wnn[w, i, i] + wp.max(cd.reg[w, i], RIGID_REG * cd.wnn[w, i, i])
         else:
-            cd.sysm[w, r, r] = cd.sysm[w, r, r] * (1.0 + RIGID_REG)
+            cd.sysm[w, r, r] = cd.wnn[w, i, i] * (1.0 + RIGID_REG)
         r += 1
-    r = int(0)
-    while r < k:
-        cd.scale[w, r] = 1.0 / wp.sqrt(wp.max(cd.sysm[w, r, r], 1.0e-20))
-        r += 1
-    r = int(0)
-    while r < k:
-        q = int(0)
-        while q < k:
-            cd.sysm[w, r, q] = cd.sysm[w, r, q] * cd.scale[w, r] * cd.scale[w, q]
-            q += 1
-        r += 1
-    _lu_factor(cd.sysm, cd.perm, w, k)
+    _ldl_factor(cd.sysm, w, k)
     cd.nact[w] = k
 
 
-@wp.func
-def _lu_factor(m: wp.array3d(dtype=wp.float32), perm: wp.array2d(dtype=wp.int32), w: int, k: int):
-    """``m[w, :k, :k]`` = its LU factor in place by Gaussian elimination with partial pivoting (the
-    multipliers below the diagonal, rows swapped as pivoted, ``perm[w, r]``: the original row now at
-    r); a zero pivot leaves its column uneliminated (that unknown is then 0)."""
-    r = int(0)
-    while r < k:
-        perm[w, r] = r
-        r += 1
-    col = int(0)
-    while col < k:
-        piv = col
-        r = int(col + 1)
-        while r < k:
-            if wp.abs(m[w, r, col]) > wp.abs(m[w, piv, col]):
-                piv = r
-            r += 1
-        if piv != col:
-            q = int(0)
-            while q < k:
-                tmp = m[w, col, q]
-                m[w, col, q] = m[w, piv, q]
-                m[w, piv, q] = tmp
-                q += 1
-            t = perm[w, col]
-            perm[w, col] = perm[w, piv]
-            perm[w, piv] = t
-        p = m[w, col, col]
-        r = int(col + 1)
-        while r < k:
-            if wp.abs(p) < 1.0e-12:
-                m[w, r, col] = 0.0
-            else:
-                f = m[w, r, col] / p
-                m[w, r, col] = f
-                if f != 0.0:
-                    q = int(col + 1)
-                    while q < k:
-                        m[w, r, q] = m[w, r, q] - f * m[w, col, q]
-                        q += 1
-            r += 1
-        col += 1
+PIVOT_MIN = 1.0e-6  # relative to its row's diagonal: a pivot this small drops the row (its unknown is 0)
 
 
 @wp.func
-def _lu_solve(
-    m: wp.array3d(dtype=wp.float32),
-    perm: wp.array2d(dtype=wp.int32),
-    b: wp.array2d(dtype=wp.float32),
-    y: wp.array2d(dtype=wp.float32),
-    w: int,
-    k: int,
-):
-    """``b[w, :k]`` = the solution of the system ``_lu_factor`` factored, for right-hand side ``b``
-    (``y``: scratch). The same operations, in the same order, as eliminating ``b`` along with the
-    matrix: a factor reused for a new right-hand side gives bit for bit the same solution."""
+def _ldl_factor(m: wp.array3d(dtype=wp.float32), w: int, k: int):
+    """The lower triangle of the symmetric positive definite ``m[w, :k, :k]`` = its ``L D L^T``
+    factor in place (Cholesky without square roots; no pivoting: an SPD matrix needs none, and a
+    diagonal scaling of the system would not change it): the unit lower triangle's multipliers
+    below the diagonal, ``1 / d`` on it. A pivot below ``PIVOT_MIN`` of its diagonal (a row that
+    round-off made dependent on the earlier ones) drops its row: its multipliers and ``1 / d`` are
+    0, so its unknown is 0 and no other row sees it."""
+    j = int(0)
+    while j < k:
+        a = m[w, j, j]
+        d = a
+        p = int(0)
+        while p < j:  # m[p, j] above the diagonal: L_jp d_p
+            d -= m[w, j, p] * m[w, p, j]
+            p += 1
+        ok = d > PIVOT_MIN * a
+        dinv = wp.where(ok, 1.0 / d, 0.0)
+        i = int(j + 1)
+        while i < k:
+            x = m[w, i, j]
+            p = int(0)
+            while p < j:
+                x -= m[w, i, p] * m[w, p, j]
+                p += 1
+            m[w, j, i] = x  # L_ij d_j, kept above the diagonal for the rows below
+            m[w, i, j] = x * dinv
+            i += 1
+        m[w, j, j] = dinv
+        j += 1
+
+
+@wp.func
+def _ldl_solve(m: wp.array3d(dtype=wp.float32), b: wp.array2d(dtype=wp.float32), w: int, k: int):
+    """``b[w, :k]`` = the solution of the system ``_ldl_factor`` factored, for right-hand side ``b``."""
     r = int(0)
     while r < k:
-        x = b[w, perm[w, r]]
+        x = b[w, r]
         c = int(0)
         while c < r:
-            x -= m[w, r, c] * y[w, c]
+            x -= m[w, r, c] * b[w, c]
             c += 1
-        y[w, r] = x
+        b[w, r] = x
+        r += 1
+    r = int(0)
+    while r < k:
+        b[w, r] = b[w, r] * m[w, r, r]
         r += 1
     rr = int(0)
     while rr < k:
         r = k - 1 - rr
-        x = y[w, r]
+        x = b[w, r]
         q = int(r + 1)
         while q < k:
-            x -= m[w, r, q] * b[w, q]
+            x -= m[w, q, r] * b[w, q]
             q += 1
-        p = m[w, r, r]
-        b[w, r] = wp.where(wp.abs(p) < 1.0e-12, 0.0, x / p)
+        b[w, r] = x
         rr += 1
 
 
@@ -995,9 +965,9 @@ def make_contact_data(
     cd.wblk = scratch((rows,), wp.mat33)
     cd.wnn = scratch((rows, rows))
     cd.sysm = scratch((rows, rows))
-    for name in ("u0", "sysb", "rhs", "scale", "lnew", "uref", "umin", "reg", "mu"):
+    for name in ("u0", "sysb", "lnew", "uref", "umin", "reg", "mu"):
         setattr(cd, name, scratch((rows,)))
-    for name in ("state", "act", "perm"):
+    for name in ("state", "act"):
         setattr(cd, name, scratch((rows,), wp.int32))
     cd.nact = scratch((), wp.int32)
     cd.trees = scratch((rows,), wp.vec4i)
