@@ -187,27 +187,15 @@ class RigidSolver:
 
     def _launch_step(self) -> None:
         """With contacts: their detection where the state was set since the last step (else the
-        step starts from the contacts it ended with), the step's first pass, then the redo launch
-        (adaptive split, ``step.py``: each flagged env's first redo, and its second if that still
-        ended too deep). On CUDA the redo runs over all envs (those with nothing to do return at
-        once; no host read); on the CPU, where the flags are in host memory anyway, over the
-        flagged envs only, and not at all without any: there an idle thread still costs the copy
-        of the kernel's arguments."""
-        first, *redo = self._step_cmds
-        cuda = self.device.type == "cuda"
-        if self.contacts is not None and (cuda or self._contacts_stale):
+        step starts from the contacts it ended with), then the step: on the CPU one launch, which
+        also redoes the envs it flags (adaptive split, ``step.py``); on CUDA the first pass, then
+        the redo launch over all envs (each flagged env's first redo, and its second if that still
+        ended too deep; the others return at once). No host read either way."""
+        if self.contacts is not None and (self.device.type == "cuda" or self._contacts_stale):
             self._detect_set.launch()
             self._contacts_stale = False
-        first.launch()
-        if not redo:
-            return
-        if not cuda:
-            envs = torch.nonzero(self._split > 1).flatten()
-            if envs.numel() == 0:
-                return
-            self._redo_envs[: envs.numel()] = envs
-            redo[0].set_dim(envs.numel())
-        redo[0].launch()
+        for cmd in self._step_cmds:
+            cmd.launch()
 
     def state_changed(self, sel: _select.EnvSel | None = None) -> None:
         """Mark the link poses and end-of-step contacts of the selected envs (default: all) out of

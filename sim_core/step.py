@@ -109,6 +109,7 @@ _SPLIT_ARGS = (
 MAX_SPLIT = 8  # most substeps the first redo of a flagged env's step takes
 ESCALATED = 2 * MAX_SPLIT  # substeps of the second redo, of a step whose first redo still ended too deep
 REDO = -2  # ``pass_arg`` of the redo launch: each thread runs one flagged env through its redo
+INLINE_REDO = -3  # ``pass_arg`` of a first pass that redoes each env it flags at once, in the same thread
 REDO_ITEMS = 2 + MAX_SPLIT + ESCALATED  # the first redo's detection and passes, then the second's
 ENVS_PER_THREAD = 64  # envs one thread of a launch over all envs steps in turn, on the CPU (see below)
 
@@ -126,26 +127,45 @@ def free_body_dofs(t: Tree) -> list[int]:
 
 
 def _emit_redo_sequence(e: Emitter) -> None:
-    """``split_pass`` and ``detect`` of iteration ``_i``: the launch's own, or in the redo launch
-    (``pass_arg == REDO``) item ``_i`` of the redo of env ``redo_envs[tid]``: detection 1, the
-    first redo's passes 0..MAX_SPLIT-1, detection 2, the second redo's passes. The whole redo in one
-    launch: the envs are independent, so each goes through the same sequence as it did in the
-    separate launches of each pass over all flagged envs, which cost ~10 us each on the CPU."""
-    e("split_pass = pass_arg")
+    """Env ``w``, ``split_pass`` and ``detect`` of the loop's next iteration: the launch's own pass
+    over env ``_i`` of the thread's, or an item of a redo: detection 1, the first redo's passes
+    0..MAX_SPLIT-1, detection 2, the second redo's passes. In the redo launch (``pass_arg ==
+    REDO``, on CUDA) item ``_i`` of the redo of env ``redo_envs[tid]``; in a first pass with
+    ``INLINE_REDO`` (the CPU) item ``_r`` of the redo of the env it just stepped and flagged, before
+    the thread's next env (its state still in cache, and no second launch, whose Python and
+    argument overhead cost more than the redo itself at 1024 envs). The envs are independent, so
+    each goes through the same sequence as it did in the separate launches of each pass over
+    all flagged envs, which cost ~10 us each on the CPU."""
+    e("split_pass = wp.max(pass_arg, -1)")
     e("detect = detect_arg")
-    e(f"if pass_arg == {REDO}:")
+    e("_item = int(-1)")
+    e("if _r >= 0:")
+    with e.indent():
+        e("_item = _r")
+        e("_r += 1")
+        e(f"if _r == {REDO_ITEMS}:")
+        e("    _r = -1")
+    e(f"elif pass_arg == {REDO}:")
     with e.indent():
         e("w = redo_envs[_tid]")
+        e("_item = _i")
+        e("_i += 1")
+    e("else:")
+    with e.indent():
+        e("w = _tid * per_thread + _i")
+        e("_i += 1")
+    e("if _item >= 0:")
+    with e.indent():
         e("split_pass = -1")
         e("detect = -1")
-        e("if _i == 0:")
+        e("if _item == 0:")
         e("    detect = 1")
-        e(f"elif _i <= {MAX_SPLIT}:")
-        e("    split_pass = _i - 1")
-        e(f"elif _i == {MAX_SPLIT + 1}:")
+        e(f"elif _item <= {MAX_SPLIT}:")
+        e("    split_pass = _item - 1")
+        e(f"elif _item == {MAX_SPLIT + 1}:")
         e("    detect = 2")
         e("else:")
-        e("    split_pass = _i - 2")
+        e("    split_pass = _item - 2")
 
 
 def _emit_split_start(t: Tree, e: Emitter) -> None:
@@ -343,14 +363,18 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
         e("_i = int(0)")
         e("_nitems = per_thread")
         if contacts:
+            e("_r = int(-1)  # the next redo item of env w (INLINE_REDO), -1: none")
+            e("w = int(0)")
             e(f"if pass_arg == {REDO}:")
             e(f"    _nitems = {REDO_ITEMS}")
-        e("while _i < _nitems:")
-        e.depth += 1
-        e("w = _tid * per_thread + _i")
-        if contacts:
+            e("while _i < _nitems or _r >= 0:")
+            e.depth += 1
             _emit_redo_sequence(e)
-        e("_i += 1")
+        else:
+            e("while _i < _nitems:")
+            e.depth += 1
+            e("w = _tid * per_thread + _i")
+            e("_i += 1")
         e("if w >= qpos.shape[0]:")
         e("    break")
         _emit_load_state(t, e)
@@ -401,6 +425,9 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
         for i in range(m.nv):
             e(f"qvel[w, {i}] = v{i}")
             e(f"qfrc_actuator_out[w, {i}] = fa{i}")
+        if contacts:
+            e(f"if pass_arg == {INLINE_REDO} and split_pass < 0 and split[w] > 1:")
+            e("    _r = 0  # redo env w now")
         e.depth -= 1
     e("")
     return e.source()
@@ -476,13 +503,13 @@ def _record(
     split_pass=-1,
     detect=-1,
 ) -> wp.Launch:
-    """One recorded launch of the step kernel: the step's first pass (``split_pass`` and ``detect``
-    -1), the redo (``split_pass == REDO``) or a detection pass. The first pass and detection pass
-    0 step ``ENVS_PER_THREAD`` envs per thread on the CPU."""
+    """One recorded launch of the step kernel: the step's first pass (``split_pass`` -1, or
+    ``INLINE_REDO`` with its redo; ``detect`` -1), the redo (``split_pass == REDO``) or a detection
+    pass. The first pass and detection pass 0 step ``ENVS_PER_THREAD`` envs per thread on the CPU."""
     extra = [d.xpos, d.xquat, *contact_args] if contact_args else []
     split = [*split_args[:4], split_pass, split_args[4], detect] if contact_args else []
     n = d.qpos.shape[0]
-    per_thread = ENVS_PER_THREAD if d.qpos.device.is_cpu and split_pass == -1 else 1
+    per_thread = ENVS_PER_THREAD if d.qpos.device.is_cpu and split_pass in (-1, INLINE_REDO) else 1
     return wp.launch(
         k.step,
         dim=(n + per_thread - 1) // per_thread,
@@ -506,11 +533,12 @@ def record_step(
     once with their arguments packed, so ``.launch()`` costs no per-step argument handling.
     A step generated with contacts takes ``contact_args``: ``[geoms, contact_model, contact_data,
     margin, iterations, tolerance, max_penetration]`` and ``split_args``: ``[qpos0, qvel0, split,
-    redo_envs, split_depth]``; with ``split_depth > 0`` the redo launch follows the first (over the
-    envs in ``redo_envs``: ``set_dim`` to their number)."""
+    redo_envs, split_depth]``; with ``split_depth > 0`` the first pass redoes the envs it flags: on
+    the CPU in the same launch (``INLINE_REDO``), on CUDA in a redo launch that follows it (over all
+    envs: those with nothing to do return at once, and no host read)."""
     passes = [-1]
     if contact_args and split_args[4] > 0:
-        passes.append(REDO)
+        passes = [INLINE_REDO] if d.qpos.device.is_cpu else [-1, REDO]
     return [_record(k, d, gravity, dt, nsub, contact_args, split_args, split_pass=p) for p in passes]
 
 
