@@ -202,10 +202,10 @@ def _rows_dot(
 ) -> wp.vec3:
     """``J_c v``: the three row velocities of row ``c`` for dof velocities ``v[w]``. ``dofs``: a
     vector as long as the model has dofs (its value unused): the dof loops of these helpers get a
-    length fixed when the step is compiled, and unroll. A row's J and A^-1 J^T are only written
-    within its trees (``trees[w, c]``; zero there would be elsewhere), and these helpers read
-    nothing else; a generated step replaces them with versions unrolled per tree of its model
-    (``specialize``)."""
+    length fixed when the step is compiled, and unroll. A row's J and A^-1 J^T are written only
+    within its trees (``trees[w, c]``: elsewhere they are zero, and the scratch holds what earlier
+    rows left), so these helpers read nothing else; a generated step replaces them with versions
+    unrolled per tree of its model (``specialize``)."""
     t = trees[w, c]
     u = wp.vec3(0.0)
     u2 = wp.vec3(0.0)
