@@ -8,8 +8,9 @@
   a detection pass of the same kernel first redetects the envs whose state a ``set_*`` changed
   since the last step (``_emit_detect_start``), and an env whose step ended deeper than
   ``RigidOptions.split_depth`` in a contact has it redone in up to ``MAX_SPLIT`` finer
-  substeps, and once more in ``ESCALATED`` if that still ends too deep, all in one more launch
-  (the adaptive split, ``_emit_redo_sequence``, ``_emit_split_start``, ``_emit_split_check``).
+  substeps, and once more in ``ESCALATED`` if that still ends too deep: on the CPU by the thread
+  that stepped it, in the same launch; on CUDA in one more launch (the adaptive split,
+  ``_emit_redo_sequence``, ``_emit_split_start``, ``_emit_split_check``).
 - ``fk``: world poses of the bodies, run on demand when a getter asks for link poses after the
   state changed (a step without contacts or a ``set_*``), so a step that nobody reads poses from
   does not pay for it.
