@@ -152,8 +152,6 @@ def emit_contact_rows(t: Tree, e: Emitter) -> None:
         with e.indent():
             e("_vn = " + _sum([f"j{d}[0] * v{d}" for d in tree_dofs]))
             e("_idle = _dist + 2.0 * dt * _vn > 0.0")
-        e("for _a in range(_c + 1):")
-        e("    cd.wnn[w, _a, _c] = 0.0")
         e("if _idle:")
         e("    idle_row(cd, w, _c)")
         e("else:")
@@ -169,17 +167,9 @@ def emit_contact_rows(t: Tree, e: Emitter) -> None:
                         e(f"cd.jac[w, _c, {d}] = j{d}")
                         e(f"cd.ajac[w, _c, {d}] = aj{d}")
                         e(f"_blk = _blk + wp.outer(j{d}, aj{d})")
-                    e("for _a in range(_c + 1):  # the normal rows' W against this one, over this tree")
-                    with e.indent():
-                        e("_tr = cd.trees[w, _a]")
-                        e(f"if {_touches('_tr', s, end)}:")
-                        dot = _sum([f"cd.jac[w, _a, {d}][0] * aj{d}[0]" for d in dofs])
-                        e(f"    cd.wnn[w, _a, _c] = cd.wnn[w, _a, _c] + {dot}")
             e("cd.wblk[w, _c] = _blk")
             e("_vn0 = " + _sum([f"j{d}[0] * v0_{d}" for d in tree_dofs]))
             e("start_row(cm, cd, w, _c, _dist, _vn0, dt, max_pen, vec_nv())")
-        e("for _a in range(_c):")
-        e("    cd.wnn[w, _c, _a] = cd.wnn[w, _a, _c]")
 
 
 def emit_dof_helpers(t: Tree, e: Emitter) -> None:
@@ -208,6 +198,18 @@ def emit_dof_helpers(t: Tree, e: Emitter) -> None:
                         e(f"{'u' if k % 2 == 0 else 'u2'} = {'u' if k % 2 == 0 else 'u2'} + {term.format(d=d)}")
             e("return u + u2")
         e("")
+    e("@wp.func(inline=True)")
+    pair = f"jac: wp.array3d(dtype=wp.vec3), ajac: wp.array3d(dtype=wp.vec3), {arrays}, b: int"
+    e(f"def _normal_pair({pair}, dofs: vec_nv) -> float:")
+    with e.indent():
+        e("ta = trees[w, c]")
+        e("tb = trees[w, b]")
+        e("s = float(0.0)")
+        for s0, end in trees:
+            e(f"if {_touches('ta', s0, end)} and {_touches('tb', s0, end)}:")
+            e("    s = s + " + _sum([f"jac[w, c, {d}][0] * ajac[w, b, {d}][0]" for d in range(s0, end)]))
+        e("return s")
+    e("")
     for name, arg, term in (
         ("_apply", "dlam: wp.vec3", "wp.dot(ajac[w, c, {d}], dlam)"),
         ("_apply_normal", "dl: float", "ajac[w, c, {d}][0] * dl"),

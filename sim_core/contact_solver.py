@@ -270,21 +270,35 @@ def _apply_normal(
 
 
 @wp.func
-def _normal_matrix(cd: ContactData, w: int, first: int, nrow: int):
-    """``wnn[w, a, b]`` = J_a A^-1 J_b^T over the normal rows, for the limit rows ``b`` from ``first`` on
-    (the contacts' were written with their rows): over the one tree of limit row ``b``, zero unless
-    row ``a`` touches it (J and A^-1 J^T are zero outside a row's trees)."""
-    b = int(first)
+def _normal_pair(
+    jac: wp.array3d(dtype=wp.vec3),
+    ajac: wp.array3d(dtype=wp.vec3),
+    trees: _Trees,
+    w: int,
+    c: int,
+    b: int,
+    dofs: Any,
+) -> float:
+    """``J_c A^-1 J_b^T`` over the normal rows of rows ``c`` and ``b``: over the dofs of the trees
+    both touch (zero if none)."""
+    ta = trees[w, c]
+    tb = trees[w, b]
+    s = float(0.0)
+    for i in range(len(dofs)):
+        if _in_trees(i, ta) and _in_trees(i, tb):
+            s += jac[w, c, i][0] * ajac[w, b, i][0]
+    return s
+
+
+@wp.func
+def _normal_matrix(cd: ContactData, w: int, nrow: int, dofs: Any):
+    """``wnn[w, a, b]`` = J_a A^-1 J_b^T over the normal rows of all ``nrow`` rows, written when the
+    rounds start (a settled warm start, most substeps, needs none of it)."""
+    b = int(0)
     while b < nrow:
-        tb = cd.trees[w, b]
         a = int(0)
         while a < b + 1:
-            s = float(0.0)
-            if _in_trees(tb[0], cd.trees[w, a]):
-                i = int(tb[0])
-                while i < tb[1]:
-                    s += cd.jac[w, a, i][0] * cd.ajac[w, b, i][0]
-                    i += 1
+            s = _normal_pair(cd.jac, cd.ajac, cd.trees, w, a, b, dofs)
             cd.wnn[w, a, b] = s
             cd.wnn[w, b, a] = s
             a += 1
@@ -748,7 +762,6 @@ def solve_contacts(
             _limit_row(cm, cd, w, nrow, d, cd.lim_side[w, k], cd.lim_tgt[w, k], dofs)
             nrow += 1
         k += 1
-    _normal_matrix(cd, w, nc, nrow)
     cd.nact[w] = -1  # a new matrix: no factor yet
     # rounds of friction (the normal impulses held), each closed by the normal solve, until nothing
     # changes by ``tolerance`` or the budget is spent; then up to CONE_PASSES rounds that project
@@ -760,6 +773,8 @@ def solve_contacts(
     if _settled(cd, w, nc, nrow, 0.1 * tolerance, dofs):
         rounds = iterations + CONE_PASSES  # nothing more to do
         cd.rounds[w] = 0
+    else:
+        _normal_matrix(cd, w, nrow, dofs)
     ref = float(1.0e30)  # the change STALL_ROUNDS rounds must halve
     stalled = int(0)
     while rounds < iterations + CONE_PASSES:
@@ -856,7 +871,8 @@ def forget_contacts(cd: ContactData, w: int, start: int):
         c += 1
 
 
-DOF_HELPERS = ("_rows_dot", "_apply", "_normal_dot", "_apply_normal")  # what ``specialize`` replaces
+# what ``specialize`` replaces
+DOF_HELPERS = ("_rows_dot", "_apply", "_normal_dot", "_apply_normal", "_normal_pair")
 
 
 def specialize(helpers: dict[str, Any], module_name: str) -> dict[str, Any]:
