@@ -8,8 +8,8 @@ one env per thread:
   colliding body is unrolled, its world axes and anchors computed once per substep from the poses.
 - ``A^-1 J^T`` by the packed ``L^T D L`` factor the velocity update left in registers, unrolled
   per kinematic tree the contact touches (the factor is block-diagonal by tree).
-- its 3x3 block of ``W = J A^-1 J^T`` and its normal row's entries of ``W`` against the contacts
-  before it that share a tree.
+- its 3x3 block of ``W = J A^-1 J^T`` (the normal rows' entries of ``W`` between rows are built by
+  the solver when its rounds start, ``_normal_matrix``, through ``_normal_pair`` emitted here).
 
 A contact apart by more than its bodies close in two substeps sits out (``idle_row``). The rest of
 the row (warm start, targets) and the rounds of the solve are generic Warp functions

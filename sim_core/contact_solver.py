@@ -48,9 +48,10 @@ of the check itself, which keeps it at rest (``_polish_row``). Everything runs i
 deterministic.
 
 A contact's J, ``A^-1 J^T`` (by the packed ``L^T D L`` factor the step already computed, over the
-dof ranges of the two bodies' kinematic trees: the factor is block-diagonal by tree) and its
-entries of W are written by the generated step, unrolled for the model (``contact_rows.py``); a
-joint limit's by ``_limit_row`` here.
+dof ranges of the two bodies' kinematic trees: the factor is block-diagonal by tree) and its 3x3
+block of W are written by the generated step, unrolled for the model (``contact_rows.py``); a
+joint limit's by ``_limit_row`` here. The normal rows' block of W between rows (``cd.wnn``) is
+built only when the rounds start (``_normal_matrix``): a settled warm start never reads it.
 
 Loops with a bound known only at run time are written as ``while`` loops: Warp compiles
 ``for i in range(a, b)`` through a general iterator (any step, either sign) that the CPU compiler
@@ -748,7 +749,7 @@ def solve_contacts(
     dofs: Any,
 ):
     """Correct ``cd.vel[w]`` for env ``w``'s first ``nc`` contacts, whose rows are set up
-    (``start_row`` or ``idle_row``, and the contacts' entries of ``cd.wnn``), and, if ``limits``
+    (``start_row`` or ``idle_row``), and, if ``limits``
     (some joint limit is active), its active joint limits (``cd.lim_side``/``lim_tgt``, and the
     factor ``cd.fac``: written only then); write the contact forces to ``cd.force[w]`` (see the module
     docstring). Up to ``iterations`` rounds of friction (normal impulses held: the warm start's at
