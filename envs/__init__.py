@@ -3,7 +3,7 @@
 Importing this package registers the tasks::
 
     import gymnasium as gym
-    import envs  # noqa: F401
+    import warpgym  # noqa: F401
 
     vec = gym.make_vec("WarpGym/FrankaReach-v0", num_envs=1024, device="cpu")  # native batched env
     single = gym.make("WarpGym/FrankaReach-v0")  # one env, NumPy arrays (gymnasium.Env)
@@ -33,9 +33,9 @@ __all__ = [
 ]
 
 TASKS = {
-    "WarpGym/FrankaReach-v0": "envs.franka_reach:FrankaReachEnv",
-    "WarpGym/FrankaLift-v0": "envs.franka_cube:FrankaLiftEnv",
-    "WarpGym/FrankaPush-v0": "envs.franka_cube:FrankaPushEnv",
+    "WarpGym/FrankaReach-v0": "warpgym.franka_reach:FrankaReachEnv",
+    "WarpGym/FrankaLift-v0": "warpgym.franka_cube:FrankaLiftEnv",
+    "WarpGym/FrankaPush-v0": "warpgym.franka_cube:FrankaPushEnv",
 }
 CONFIGS = {  # task id -> config file in configs/
     "WarpGym/FrankaReach-v0": "franka_reach",

@@ -15,9 +15,9 @@ not just types:
 6. ``reset(options={"reset_mask": mask})`` resets exactly the masked envs (NumPy and torch masks);
 7. bad input: wrong shape, dtype or device and NaN actions raise, and leave the state untouched.
 
-Usage, for a task of your own that subclasses ``envs.WarpVectorEnv``::
+Usage, for a task of your own that subclasses ``warpgym.WarpVectorEnv``::
 
-    from envs import check_vector_env
+    from warpgym import check_vector_env
     check_vector_env(MyTask(num_envs=4, device="cpu"))   # raises VectorEnvCheckError on a violation
 """
 

@@ -25,8 +25,14 @@ class ConfigError(ValueError):
 
 
 def config_dir() -> Path:
-    """Directory holding the task configs: ``$WARPGYM_CONFIG_DIR`` or the repository's ``configs/``."""
-    return Path(os.environ.get("WARPGYM_CONFIG_DIR", Path(__file__).resolve().parents[1] / "configs"))
+    """Directory holding the task configs: ``$WARPGYM_CONFIG_DIR``, else the installed package
+    ``warpgym.configs`` (the repository's ``configs/``)."""
+    override = os.environ.get("WARPGYM_CONFIG_DIR")
+    if override:
+        return Path(override)
+    from . import configs
+
+    return Path(configs.__file__).resolve().parent
 
 
 def config_path(name_or_path: str | os.PathLike) -> Path:

@@ -38,9 +38,9 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-import envs
 import sim_core as sc
-from envs.franka_reach import load_reach_config
+from warpgym.franka_reach import load_reach_config
+from warpgym.vector_env import resolve_device
 
 TASK = "WarpGym/FrankaReach-v0"
 
@@ -138,7 +138,7 @@ def make_adapter_steppers(n: int, device: torch.device) -> dict:
     the form the library passes them (NumPy for SB3, device tensors for rsl_rl and skrl)."""
     steppers = {}
     try:
-        from envs.adapters.sb3 import Sb3VecEnv
+        from warpgym.adapters.sb3 import Sb3VecEnv
 
         sb3 = Sb3VecEnv(gym.make_vec(TASK, num_envs=n, device=device))
         sb3.reset()
@@ -148,14 +148,14 @@ def make_adapter_steppers(n: int, device: torch.device) -> dict:
     except ImportError:
         pass
     try:
-        from envs.adapters.rsl_rl import RslRlVecEnv
+        from warpgym.adapters.rsl_rl import RslRlVecEnv
 
         rsl = RslRlVecEnv(gym.make_vec(TASK, num_envs=n, device=device))
         steppers["rsl_rl"] = lambda: rsl.step(torch.rand(n, rsl.num_actions, device=device) * 2.0 - 1.0)
     except ImportError:
         pass
     try:
-        from envs.adapters.skrl import wrap
+        from warpgym.adapters.skrl import wrap
 
         sk = wrap(gym.make_vec(TASK, num_envs=n, device=device))
         sk.reset()
@@ -169,7 +169,7 @@ def make_adapter_steppers(n: int, device: torch.device) -> dict:
 def main(argv=None) -> None:
     args = parse_args(argv)
     dev = torch.device(args.device)
-    envs.vector_env.resolve_device(dev)
+    resolve_device(dev)
     rows = []
     for n in args.n_envs:
         steppers = {"env": make_env_stepper(n, sc.device), "raw": make_raw_stepper(n, sc.device)}

@@ -19,7 +19,7 @@ import time
 import gymnasium as gym
 import torch
 
-import envs  # noqa: F401
+import warpgym  # noqa: F401
 
 TASK = "WarpGym/FrankaReach-v0"
 

@@ -30,10 +30,10 @@ from pathlib import Path
 
 from gymnasium.vector import AutoresetMode
 
-from training import distributed
-from training.config import load_run_spec, parse_overrides
-from training.evaluate import evaluate
-from training.runner import Runner, make_env
+from warpgym.training import distributed
+from warpgym.training.config import load_run_spec, parse_overrides
+from warpgym.training.evaluate import evaluate
+from warpgym.training.runner import Runner, make_env
 
 MATCHING = ["env.control_mode=ee_delta", "env.success_threshold=0.05"]
 

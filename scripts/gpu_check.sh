@@ -28,9 +28,9 @@ echo "== env layer (cuda)"
 "$PY" scripts/bench_env.py --device cuda --n-envs 1024 4096 16384
 
 echo "== training on CUDA (short), then play with a video through EGL"
-"$PY" -m training train --device cuda --num-envs 4096 --max-iterations 30 --logdir /tmp/warpgym_gpu_run
-"$PY" -m training play --device cuda --checkpoint /tmp/warpgym_gpu_run/checkpoints/last.pt --episodes 1000
-"$PY" -m training play --device cuda --checkpoint /tmp/warpgym_gpu_run/checkpoints/last.pt --episodes 4 \
+"$PY" -m warpgym.training train --device cuda --num-envs 4096 --max-iterations 30 --logdir /tmp/warpgym_gpu_run
+"$PY" -m warpgym.training play --device cuda --checkpoint /tmp/warpgym_gpu_run/checkpoints/last.pt --episodes 1000
+"$PY" -m warpgym.training play --device cuda --checkpoint /tmp/warpgym_gpu_run/checkpoints/last.pt --episodes 4 \
     --video /tmp/warpgym_gpu_run/policy.mp4 || echo "no video: rendering needs libEGL on a GPU machine"
 
 echo "== training speed on CUDA"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """One training process per GPU, each pinned to its device before anything initializes CUDA.
 
-Every worker is a fresh ``python -m training train ...`` whose environment sets
+Every worker is a fresh ``python -m warpgym.training train ...`` whose environment sets
 ``CUDA_VISIBLE_DEVICES`` (and ``EGL_DEVICE_ID``, for headless rendering) to its GPU, so the simulator,
 Warp and torch in that process see exactly one device. Without GPUs the same workers run on the CPU
 (``--workers N``), which is how this is tested on a CPU machine.
@@ -68,7 +68,7 @@ def main(argv=None) -> int:
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": visible}
         if visible:
             env["EGL_DEVICE_ID"] = visible
-        cmd = [sys.executable, "-m", "training", "train", "--device", device]
+        cmd = [sys.executable, "-m", "warpgym.training", "train", "--device", device]
         if args.ddp:
             env.update(
                 MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(n), RANK=str(i), LOCAL_RANK="0"

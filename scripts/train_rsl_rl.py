@@ -14,8 +14,8 @@ import argparse
 import gymnasium as gym
 from rsl_rl.runners import OnPolicyRunner
 
-import envs  # noqa: F401
-from envs.adapters.rsl_rl import RslRlVecEnv, runner_cfg
+import warpgym  # noqa: F401
+from warpgym.adapters.rsl_rl import RslRlVecEnv, runner_cfg
 
 
 def main(argv=None) -> None:

@@ -25,10 +25,10 @@ from gymnasium.vector import AutoresetMode
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 
-import envs  # noqa: F401
-from envs.adapters.sb3 import Sb3VecEnv
-from training.config import parse_overrides
-from training.evaluate import evaluate
+import warpgym  # noqa: F401
+from warpgym.adapters.sb3 import Sb3VecEnv
+from warpgym.training.config import parse_overrides
+from warpgym.training.evaluate import evaluate
 
 
 class _EvalAndStop(BaseCallback):

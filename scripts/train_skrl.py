@@ -14,8 +14,8 @@ from skrl.agents.torch.ppo import PPO, PPO_CFG
 from skrl.memories.torch import RandomMemory
 from skrl.trainers.torch import SequentialTrainer
 
-import envs  # noqa: F401
-from envs.adapters.skrl import default_models, wrap
+import warpgym  # noqa: F401
+from warpgym.adapters.skrl import default_models, wrap
 
 
 def main(argv=None) -> None:

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-import envs  # noqa: F401
 import sim_core as sc
+import warpgym  # noqa: F401
 
 REACH = "WarpGym/FrankaReach-v0"
 
@@ -27,7 +27,7 @@ def force_ends(base):
 
 def test_sb3_terminal_observations_timeouts_and_episode_info():
     pytest.importorskip("stable_baselines3")
-    from envs.adapters.sb3 import Sb3VecEnv
+    from warpgym.adapters.sb3 import Sb3VecEnv
 
     venv = Sb3VecEnv(reach(4))
     venv.seed(3)
@@ -62,7 +62,7 @@ def test_sb3_ppo_learns_through_the_adapter_and_evaluates():
     from stable_baselines3 import PPO
     from stable_baselines3.common.evaluation import evaluate_policy
 
-    from envs.adapters.sb3 import Sb3VecEnv
+    from warpgym.adapters.sb3 import Sb3VecEnv
 
     venv = Sb3VecEnv(reach(16))
     model = PPO("MlpPolicy", venv, n_steps=64, batch_size=256, n_epochs=2, seed=0, device="cpu")
@@ -76,7 +76,7 @@ def test_rsl_rl_runner_trains_on_device_tensors(tmp_path):
     pytest.importorskip("rsl_rl")
     from rsl_rl.runners import OnPolicyRunner
 
-    from envs.adapters.rsl_rl import RslRlVecEnv, runner_cfg
+    from warpgym.adapters.rsl_rl import RslRlVecEnv, runner_cfg
 
     env = RslRlVecEnv(reach(32))
     assert (
@@ -99,7 +99,7 @@ def test_skrl_ppo_trains_through_the_adapter():
     from skrl.memories.torch import RandomMemory
     from skrl.trainers.torch import SequentialTrainer
 
-    from envs.adapters.skrl import default_models, wrap
+    from warpgym.adapters.skrl import default_models, wrap
 
     env = wrap(reach(16))
 

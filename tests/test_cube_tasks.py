@@ -15,7 +15,7 @@ import torch
 import sim_core as sc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from envs.franka_cube import OBS_DIM  # noqa: E402
+from warpgym.franka_cube import OBS_DIM  # noqa: E402
 
 LIFT, PUSH = "WarpGym/FrankaLift-v0", "WarpGym/FrankaPush-v0"
 

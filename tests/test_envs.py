@@ -11,10 +11,10 @@ import torch
 from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode
 
-import envs
 import sim_core as sc
-from envs.checker import VectorEnvCheckError
-from envs.rng import EnvRNG
+import warpgym
+from warpgym.checker import VectorEnvCheckError
+from warpgym.rng import EnvRNG
 
 REACH = "WarpGym/FrankaReach-v0"
 MODES = list(AutoresetMode)
@@ -24,16 +24,16 @@ def reach(n=4, **kw):
     return gym.make_vec(REACH, num_envs=n, **kw)
 
 
-@pytest.mark.parametrize("task", sorted(envs.TASKS))
+@pytest.mark.parametrize("task", sorted(warpgym.TASKS))
 @pytest.mark.parametrize("mode", MODES, ids=[m.value for m in MODES])
 def test_every_task_passes_the_checker_in_every_mode(task, mode):
     env = gym.make_vec(task, num_envs=3, autoreset_mode=mode)
     assert env.metadata["autoreset_mode"] is mode
-    envs.check_vector_env(env)
+    warpgym.check_vector_env(env)
 
 
 def test_the_checker_passes_with_end_effector_control():
-    envs.check_vector_env(gym.make_vec(REACH, num_envs=3, control_mode="ee_delta"))
+    warpgym.check_vector_env(gym.make_vec(REACH, num_envs=3, control_mode="ee_delta"))
 
 
 @pytest.mark.parametrize("control_mode", ["joint_delta", "ee_delta"])
@@ -52,7 +52,7 @@ def test_registration_from_a_fresh_interpreter():
         import gymnasium as gym, torch, envs
         vec = gym.make_vec("WarpGym/FrankaReach-v0", num_envs=3, device="cpu")
         obs, _ = vec.reset(seed=0)
-        assert isinstance(vec.unwrapped, envs.FrankaReachEnv) and obs.shape == (3, 30), obs.shape
+        assert isinstance(vec.unwrapped, warpgym.FrankaReachEnv) and obs.shape == (3, 30), obs.shape
         one = gym.make("WarpGym/FrankaReach-v0")
         o, _ = one.reset(seed=0)
         assert o.shape == (30,)
@@ -144,9 +144,9 @@ def test_config_overrides_and_errors():
     env = reach(2, reward={"success_bonus": 7.0}, success_threshold=0.05)
     assert env.unwrapped.cfg.reward.success_bonus == 7.0 and env.unwrapped.cfg.success_threshold == 0.05
     assert env.unwrapped.cfg.reward.distance == -2.0  # the rest still comes from the file
-    with pytest.raises(envs.ConfigError, match="env.reward.sucess_bonus"):
+    with pytest.raises(warpgym.ConfigError, match="env.reward.sucess_bonus"):
         reach(2, reward={"sucess_bonus": 7.0})
-    with pytest.raises(envs.ConfigError, match="env.max_episode_steps: expected an integer"):
+    with pytest.raises(warpgym.ConfigError, match="env.max_episode_steps: expected an integer"):
         reach(2, max_episode_steps=2.5)
     with pytest.raises(ValueError, match="control_mode"):
         reach(2, control_mode="torque")
@@ -229,7 +229,7 @@ def test_rng_streams_are_per_env_and_uniform():
     assert abs(n.mean().item()) < 0.05 and abs(n.std().item() - 1) < 0.05
 
 
-class _FinalObsAfterReset(envs.FrankaReachEnv):
+class _FinalObsAfterReset(warpgym.FrankaReachEnv):
     """A mutant: reports the new episode's first observation as the terminal one."""
 
     def step(self, actions):
@@ -239,14 +239,14 @@ class _FinalObsAfterReset(envs.FrankaReachEnv):
         return obs, r, te, tr, info
 
 
-class _ResetsEveryone(envs.FrankaReachEnv):
+class _ResetsEveryone(warpgym.FrankaReachEnv):
     """A mutant: a masked reset resets all envs."""
 
     def _reset_masked(self, mask):
         super()._reset_masked(torch.ones_like(mask))
 
 
-class _CoupledEnvs(envs.FrankaReachEnv):
+class _CoupledEnvs(warpgym.FrankaReachEnv):
     """A mutant: env 1's observation depends on env 0's action."""
 
     def _observe(self, noise):
@@ -255,7 +255,7 @@ class _CoupledEnvs(envs.FrankaReachEnv):
         return obs
 
 
-class _IgnoresSeed(envs.FrankaReachEnv):
+class _IgnoresSeed(warpgym.FrankaReachEnv):
     def reset(self, *, seed=None, options=None):
         return super().reset(seed=None if seed is None else 0, options=options)
 
@@ -273,4 +273,4 @@ class _IgnoresSeed(envs.FrankaReachEnv):
 )
 def test_checker_catches_broken_envs(mutant, message):
     with pytest.raises(VectorEnvCheckError, match=message):
-        envs.check_vector_env(mutant(num_envs=3))
+        warpgym.check_vector_env(mutant(num_envs=3))

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-import envs
-from envs import render
-from envs.render import RenderUnavailableError
-from training.video import rollout_frames, write_video
+import warpgym
+from warpgym import render
+from warpgym.render import RenderUnavailableError
+from warpgym.training.video import rollout_frames, write_video
 
 REACH = "WarpGym/FrankaReach-v0"
 SMALL = {"render": {"width": 160, "height": 120}}
@@ -98,7 +98,7 @@ def test_gymnasium_record_video_on_the_single_env_view(tmp_path):
     assert list(folder.glob("*.mp4"))
 
 
-@pytest.mark.parametrize("task", sorted(envs.TASKS))
+@pytest.mark.parametrize("task", sorted(warpgym.TASKS))
 def test_every_registered_task_renders(task):
     reach(1)  # skips without OpenGL
     env = gym.make_vec(task, num_envs=2, render_mode="rgb_array", render_envs_idx=[0, 1], **SMALL)

@@ -12,12 +12,12 @@ import pytest
 import torch
 
 import sim_core as sc
-from envs.render import RenderUnavailableError
-from training import distributed
-from training.cli import play
-from training.config import load_run_spec, parse_overrides
-from training.runner import Runner
-from training.storage import bootstrap_truncated, gae
+from warpgym.render import RenderUnavailableError
+from warpgym.training import distributed
+from warpgym.training.cli import play
+from warpgym.training.config import load_run_spec, parse_overrides
+from warpgym.training.runner import Runner
+from warpgym.training.storage import bootstrap_truncated, gae
 
 ASSETS = Path(__file__).parent / "assets"
 ROOT = Path(__file__).parent.parent
@@ -127,16 +127,40 @@ def test_cli_train_resume_play(tmp_path):
     videos = _can_render()
     small = ["--num-envs", "32", "--device", "cpu", "train.ppo.num_steps=8", "train.save_every=1"]
     video_every = ["--video-every", "2"] if videos else []
-    _run(["-m", "training", "train", "--max-iterations", "2", *video_every, "--logdir", str(tmp_path), *small])
+    _run(
+        [
+            "-m",
+            "warpgym.training",
+            "train",
+            "--max-iterations",
+            "2",
+            *video_every,
+            "--logdir",
+            str(tmp_path),
+            *small,
+        ]
+    )
     ckpt = tmp_path / "checkpoints" / "last.pt"
     assert (tmp_path / "checkpoints" / "model_000002.pt").is_file() and ckpt.is_file()
     assert list(tmp_path.glob("events.out.tfevents.*")) and (tmp_path / "config.json").is_file()
-    _run(["-m", "training", "train", "--resume", str(ckpt), "--max-iterations", "3", "--logdir", str(tmp_path)])
+    _run(
+        [
+            "-m",
+            "warpgym.training",
+            "train",
+            "--resume",
+            str(ckpt),
+            "--max-iterations",
+            "3",
+            "--logdir",
+            str(tmp_path),
+        ]
+    )
     state = torch.load(ckpt, weights_only=False)
     assert state["iteration"] == 3 and state["env_steps"] == 3 * 32 * 8
     video = tmp_path / "play.mp4"
     play_args = ["--checkpoint", str(ckpt), "--episodes", "8", "--device", "cpu"]
-    out = _run(["-m", "training", "play", *play_args, *(["--video", str(video)] if videos else [])])
+    out = _run(["-m", "warpgym.training", "play", *play_args, *(["--video", str(video)] if videos else [])])
     result = json.loads(out.strip().splitlines()[-1])
     assert result["episodes"] == 8 and 0.0 <= result["success_rate"] <= 1.0
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -148,7 +172,15 @@ def test_cli_train_resume_play(tmp_path):
 
 
 def test_torchrun_ddp_keeps_ranks_identical(tmp_path):
-    args = ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "training", "train"]
+    args = [
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "-m",
+        "warpgym.training",
+        "train",
+    ]
     args += ["--device", "cpu", "--num-envs", "16", "--max-iterations", "2", "--logdir", str(tmp_path)]
     _run([*args, "train.ppo.num_steps=8"])
     check = json.loads((tmp_path / "ddp_check.json").read_text())
@@ -185,7 +217,17 @@ def test_multi_gpu_launcher_on_cpu_workers(tmp_path):
 
 
 def test_ctrl_c_saves_a_checkpoint(tmp_path):
-    args = ["-m", "training", "train", "--num-envs", "16", "--max-iterations", "100000", "--device", "cpu"]
+    args = [
+        "-m",
+        "warpgym.training",
+        "train",
+        "--num-envs",
+        "16",
+        "--max-iterations",
+        "100000",
+        "--device",
+        "cpu",
+    ]
     # a test run started in the background inherits SIGINT ignored, and so would the trainer
     proc = subprocess.Popen(
         [sys.executable, *args, "--logdir", str(tmp_path)],

@@ -1,4 +1,4 @@
-"""``warpgym`` (or ``python -m training``): ``train`` a policy with PPO, ``play`` a checkpoint.
+"""``warpgym`` (or ``python -m warpgym.training``): ``train`` a policy with PPO, ``play`` a checkpoint.
 
     warpgym train [--task ID] [--num-envs N] [--device cpu|cuda] [--seed S] [--config FILE]
                   [--max-iterations K | --max-time MIN] [--logdir DIR] [--resume CKPT] [key=value ...]
@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from gymnasium.vector import AutoresetMode
 
-from envs.config import ConfigError, from_dict, merge
+from warpgym.config import ConfigError, from_dict, merge
 
 from . import distributed
 from .config import RunSpec, TrainConfig, load_run_spec, parse_overrides

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import envs
-from envs.config import ConfigError, config_path, from_dict, merge, read_toml
+import warpgym
+from warpgym.config import ConfigError, config_path, from_dict, merge, read_toml
 
 __all__ = ["PPOConfig", "PolicyConfig", "TrainConfig", "RunSpec", "load_run_spec", "parse_overrides"]
 
@@ -94,9 +94,9 @@ def parse_overrides(pairs: list[str]) -> dict[str, Any]:
 def load_run_spec(task: str, config: str | None = None, overrides: dict[str, Any] | None = None) -> RunSpec:
     """Read ``config`` (default: the task's file in ``configs/``) and apply ``overrides``."""
     if config is None:
-        if task not in envs.CONFIGS:
-            raise ConfigError(f"task: no config known for {task!r}; known: {sorted(envs.CONFIGS)}")
-        config = envs.CONFIGS[task]
+        if task not in warpgym.CONFIGS:
+            raise ConfigError(f"task: no config known for {task!r}; known: {sorted(warpgym.CONFIGS)}")
+        config = warpgym.CONFIGS[task]
     path = config_path(config)
     data = read_toml(path)
     overrides = overrides or {}

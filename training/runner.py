@@ -21,8 +21,8 @@ import torch
 from gymnasium.vector import AutoresetMode
 from torch.nn.parallel import DistributedDataParallel
 
-from envs.config import to_dict
-from envs.render import RenderUnavailableError
+from warpgym.config import to_dict
+from warpgym.render import RenderUnavailableError
 
 from . import distributed
 from .config import RunSpec
