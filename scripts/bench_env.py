@@ -16,7 +16,7 @@ clock starts and before it is read:
 
 It prints control steps per second (env-steps/s, summed over envs) of both and the env layer's cost
 ``1 - env / raw``. For each adapter library that is installed (Stable-Baselines3, rsl_rl, skrl) it also
-steps the same task through ``envs.adapters`` with random actions in that library's form (NumPy for
+steps the same task through ``warpgym.adapters`` with random actions in that library's form (NumPy for
 SB3, device tensors for the others) and prints the rate and its ratio to the native env.
 If ``panda-gym`` is installed (``pip install panda-gym``), it also runs its
 ``PandaReach-v3`` under Gymnasium's ``AsyncVectorEnv`` with ``--panda-workers`` processes (default 2)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Rendering speed on this machine, and the README's picture of the arm.
+"""Rendering speed on this machine, and the picture of the arm in ``docs/franka_reach.png``.
 
 Times ``--frames`` (default 100) calls of ``env.render()`` for one FrankaReach env at 320x240 (the
 config's shading: no shadows, floor reflections), each after a control step with random actions, the

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Train rsl_rl's PPO (``rsl-rl-lib`` 5.x ``OnPolicyRunner``) on a warpgym task through
-``envs.adapters.rsl_rl.RslRlVecEnv``; logs and checkpoints go to ``--logdir`` (TensorBoard).
+``warpgym.adapters.rsl_rl.RslRlVecEnv``; logs and checkpoints go to ``--logdir`` (TensorBoard).
 
     pip install -e ".[adapters]"
     python scripts/train_rsl_rl.py --num-envs 1024 --iterations 100

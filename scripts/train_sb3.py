@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Train Stable-Baselines3's PPO on a warpgym task through ``envs.adapters.sb3.Sb3VecEnv``.
+"""Train Stable-Baselines3's PPO on a warpgym task through ``warpgym.adapters.sb3.Sb3VecEnv``.
 
 TensorBoard logs go to ``--logdir`` (SB3's own ``rollout/ep_rew_mean``, ``rollout/success_rate``,
 ``train/*``). Every ``--eval-every`` env-steps the deterministic policy runs ``--episodes`` fresh

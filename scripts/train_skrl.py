@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Train skrl's PPO on a warpgym task through the torch-native ``envs.adapters.skrl.wrap``.
+"""Train skrl's PPO on a warpgym task through the torch-native ``warpgym.adapters.skrl.wrap``.
 
 pip install -e ".[adapters]"
 python scripts/train_skrl.py --num-envs 1024 --timesteps 2000

@@ -55,11 +55,11 @@ built only when the rounds start (``_normal_matrix``): a settled warm start neve
 
 Loops with a bound known only at run time are written as ``while`` loops: Warp compiles
 ``for i in range(a, b)`` through a general iterator (any step, either sign) that the CPU compiler
-did not reduce to a plain counted loop; as ``while`` loops the same operations, in the same order
-(bit for bit), ran the arm + cube benchmark 17% faster. Loops over the dofs have a length fixed
-at compile time instead: the generic ``DOF_HELPERS`` run over all of the model's dofs, and the
-generated step rebuilds this module's functions with versions unrolled over each kinematic tree a
-row touches (``specialize``; 1.07x with a cube, whose floor contacts touch 6 of 15 dofs).
+does not reduce to a plain counted loop; a ``while`` loop does the same operations in the same
+order and compiles to faster CPU code. Loops over the dofs have a length fixed at compile time
+instead: the generic ``DOF_HELPERS`` run over all of the model's dofs, and the generated step
+rebuilds this module's functions with versions unrolled over each kinematic tree a row touches
+(``specialize``: a cube's floor contacts touch 6 of the arm + cube scene's 15 dofs).
 """
 
 from __future__ import annotations
@@ -360,8 +360,8 @@ def _polish_row(cd: ContactData, w: int, r: int, nc: int, lam: wp.vec3, u: wp.ve
     its normal impulse moves to its target (soft: ``J v + R lam = u_ref``; capped: ``J v = u_min``;
     not below 0), then its friction to stop its tangential velocity (within the cone). The warm
     start alone replays the last substep's impulses, which a body's state has moved away from by
-    then: a cube at rest rocked and twisted ever faster until a row missed its target and a full
-    solve put it back (a limit cycle, ~1e-4 rad/s)."""
+    then: without this sweep a cube at rest would rock and twist ever faster until a row missed
+    its target and a full solve put it back (a limit cycle, ~1e-4 rad/s)."""
     blk = cd.wblk[w, r]
     ln = lam[0]
     if cd.state[w, r] == SOFT:
@@ -797,7 +797,7 @@ def solve_contacts(
                     if norm > limit:  # sliding: full friction against the slip velocity (maximal dissipation)
                         slip = wp.sqrt(u[1] * u[1] + u[2] * u[2])
                         # below SLIP_DIRECTION_MIN the slip's direction is mostly this round's residual: the
-                        # full impulse along it made the rounds of a cube crushed between hand and floor
+                        # full impulse along it makes the rounds of a cube crushed between hand and floor
                         # oscillate; the stick impulse's radial projection onto the cone does not
                         if slip > SLIP_DIRECTION_MIN:
                             l1 = -limit * u[1] / slip

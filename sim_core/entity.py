@@ -493,7 +493,7 @@ class RigidEntity:
     def set_size(self, size, envs_idx=None, *, unsafe=False) -> None:
         """Set a free ``Box`` entity's full edge lengths ``([k,] 3)`` (> 0, m) per env, for domain
         randomization without a rebuild: its collision shape changes, its mass stays and its inertia
-        follows the new shape. The renderer keeps drawing the size the scene was built with.
+        follows the new shape. The renderer draws each env at its own size.
         ``unsafe`` skips the value checks (no device reads)."""
         s = self.solver
         self._slot("set_size")

@@ -134,9 +134,8 @@ def _emit_redo_sequence(e: Emitter) -> None:
     REDO``, on CUDA) item ``_i`` of the redo of env ``redo_envs[tid]``; in a first pass with
     ``INLINE_REDO`` (the CPU) item ``_r`` of the redo of the env it just stepped and flagged, before
     the thread's next env (its state still in cache, and no second launch, whose Python and
-    argument overhead cost more than the redo itself at 1024 envs). The envs are independent, so
-    each goes through the same sequence as it did in the separate launches of each pass over
-    all flagged envs, which cost ~10 us each on the CPU."""
+    argument overhead costs more than the redo itself at 1024 envs on the CPU). The envs are
+    independent, so an env's redo gives the same result whichever launch runs it."""
     e("split_pass = wp.max(pass_arg, -1)")
     e("detect = detect_arg")
     e("_item = int(-1)")
@@ -293,7 +292,7 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
     """Python/Warp source of the ``fk``, ``forward`` and ``step`` kernels for the tree's model.
 
     With ``substeps == 1`` the step is emitted without a loop (a loop over substeps keeps the
-    compiler from optimizing across the state variables it carries; measured 1.5x slower). With
+    compiler from optimizing across the state variables it carries). With
     ``contacts`` the step detects and solves contacts every substep and takes the contact buffers.
     With contacts it also takes the arguments of the adaptive split (``_emit_split_start``,
     ``_emit_split_check``): a step that ends too deep in a contact is redone in finer substeps.
@@ -359,7 +358,7 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
     with e.indent():
         # each thread steps ``per_thread`` envs in turn: on the CPU, where Warp calls the kernel
         # once per thread, the call's prologue (copying every argument's fields it uses to the
-        # stack, ~700 instructions) is paid once per ENVS_PER_THREAD envs (arm 1.13x, + cube 1.05x)
+        # stack, ~700 instructions) is paid once per ENVS_PER_THREAD envs, not once per env
         e("_tid = wp.tid()")
         e("_i = int(0)")
         e("_nitems = per_thread")
@@ -439,14 +438,14 @@ def cpu_compiler_flags() -> str:
 
     - ``-ffp-contract=fast``: clang fuses a product and a sum of separate statements into one FMA
       instruction (Warp emits each operation as its own statement, and clang's default fuses only
-      within one expression, so the CPU code had none). Fusions are chosen per code block, which
-      is why contacts are detected by a pass of the step kernel itself (``_emit_detect_start``).
-      NVRTC fuses by default, so the CUDA code has them too.
+      within one expression, so without the flag the CPU code has none). Fusions are chosen per
+      code block, which is why contacts are detected by a pass of the step kernel itself
+      (``_emit_detect_start``). NVRTC fuses by default, so the CUDA code has them too.
     - ``-ffast-math``: clang may reassociate sums, ignore the sign of zero and assume no NaN or
       inf, so ``wp.min``/``wp.max`` are single instructions and comparisons need no unordered
-      case (1.055x with the cube at 1024 envs). Results stay deterministic (the same binary does
-      the same operations); what it gives up is IEEE behaviour for values that are already
-      non-finite: an env whose state is NaN or inf is undefined from there on either way, and
+      case. Results stay deterministic (the same binary does the same operations); what it gives
+      up is IEEE behaviour for values that are already non-finite: an env whose state is NaN or
+      inf is undefined from there on either way, and
       ``test_a_non_finite_env_stays_flagged_and_leaves_the_others_bit_for_bit`` checks that it
       stays non-finite (so ``get_error_envs_mask``, a separate kernel compiled without the flag,
       reports it) and that the other envs are untouched. Only the CPU code: the CUDA kernels keep
