@@ -49,7 +49,7 @@ def test_single_env_view_passes_gymnasium_check_env(control_mode):
 def test_registration_from_a_fresh_interpreter():
     code = textwrap.dedent(
         """
-        import gymnasium as gym, torch, envs
+        import gymnasium as gym, torch, warpgym
         vec = gym.make_vec("WarpGym/FrankaReach-v0", num_envs=3, device="cpu")
         obs, _ = vec.reset(seed=0)
         assert isinstance(vec.unwrapped, warpgym.FrankaReachEnv) and obs.shape == (3, 30), obs.shape
