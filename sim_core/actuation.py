@@ -37,8 +37,8 @@ def emit_load_controls(t: Tree, e: Emitter) -> None:
 
 def emit_actuation(t: Tree, e: Emitter) -> None:
     """Written with selects, not branches: random commands saturate the force range at random,
-    and the branches that mispredicted also cut the dynamics around them into separate blocks
-    the compiler could not schedule across (this stage took a fifth of the step with branches)."""
+    and branches would mispredict and cut the dynamics around them into separate blocks the
+    compiler cannot schedule across."""
     pos, vel = int(CtrlMode.POSITION), int(CtrlMode.VELOCITY)
     for i in range(t.m.nv):
         e(f"fa{i} = wp.where(mode{i} == {vel}, kv{i} * (cvt{i} - v{i}), cf_cmd{i})")

@@ -31,7 +31,7 @@ step has already projected the velocities onto the limits), so contacts cannot p
   projection.
   ``mu`` is the larger of the two geoms' sliding friction, as in MuJoCo. A budget spent before the
   rounds settle can leave the last normal solve with a friction impulse outside its cone (a
-  contact that let go still pushing sideways, which flung pinched cubes spinning): such impulses
+  contact that let go still pushing sideways, which would fling pinched cubes spinning): such impulses
   are projected back onto the cone, and the normals solved once more.
 
 Solution: all normal and limit rows together by an active-set method on their block of ``W``
@@ -946,7 +946,7 @@ def make_contact_data(
     The solver's scratch (everything an env's substep writes before it reads it: Jacobians, W,
     the active-set system, the rows' targets, the velocities being corrected) is one env's worth
     on the CPU, where Warp runs a kernel's threads one after another: every env's solve then works
-    in the same ~25 KB, which stays in cache, where 1024 envs' own scratch (~25 MB) missed it. The
+    in the same ~25 KB, which stays in cache (1024 envs' own scratch, ~25 MB, would not). The
     arrays keep their ``(nworld, ...)`` shape there with a stride of 0 over envs. On a GPU, where
     threads run at once, each env has its own."""
     rows = max_contacts + nlim
