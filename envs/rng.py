@@ -17,12 +17,22 @@ import warp as wp
 __all__ = ["EnvRNG"]
 
 
+# The hash's odd multipliers, as uint32 constants: Warp emits them as unsigned literals (``...u``);
+# a plain ``wp.uint32(0x846CA68B)`` is emitted as an int32 literal first, which C++ compilers warn
+# about for the values above 2**31 (the same bits either way).
+_MIX_1 = wp.constant(wp.uint32(0x7FEB352D))
+_MIX_2 = wp.constant(wp.uint32(0x846CA68B))
+_STREAM = wp.constant(wp.uint32(0x27D4EB2F))
+_ENV = wp.constant(wp.uint32(0x9E3779B1))
+_DRAW = wp.constant(wp.uint32(0x85EBCA6B))
+
+
 @wp.func
 def _mix(x: wp.uint32) -> wp.uint32:
     x = x ^ (x >> wp.uint32(16))
-    x = x * wp.uint32(0x7FEB352D)
+    x = x * _MIX_1
     x = x ^ (x >> wp.uint32(15))
-    x = x * wp.uint32(0x846CA68B)
+    x = x * _MIX_2
     return x ^ (x >> wp.uint32(16))
 
 
@@ -34,11 +44,11 @@ def _uniform_kernel(
     out: wp.array2d(dtype=wp.float32),
 ):
     e = wp.tid()
-    h = _mix(key[0] ^ (stream * wp.uint32(0x27D4EB2F)))
-    h = _mix(h + wp.uint32(e) * wp.uint32(0x9E3779B1))
+    h = _mix(key[0] ^ (stream * _STREAM))
+    h = _mix(h + wp.uint32(e) * _ENV)
     h = _mix(h ^ wp.uint32(counter[e]))
     for j in range(out.shape[1]):
-        x = _mix(h + wp.uint32(j + 1) * wp.uint32(0x85EBCA6B))
+        x = _mix(h + wp.uint32(j + 1) * _DRAW)
         out[e, j] = wp.float32(x >> wp.uint32(8)) * wp.float32(1.0 / 16777216.0)
 
 
@@ -46,9 +56,9 @@ def _mix_host(x: int) -> int:
     """``_mix`` on the host, for the seed."""
     m = 0xFFFFFFFF
     x ^= x >> 16
-    x = (x * 0x7FEB352D) & m
+    x = (x * int(_MIX_1)) & m
     x ^= x >> 15
-    x = (x * 0x846CA68B) & m
+    x = (x * int(_MIX_2)) & m
     return x ^ (x >> 16)
 
 

@@ -1,5 +1,6 @@
 """The Gymnasium layer: registration, autoreset modes, the conformance checker, FrankaReach itself."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -227,6 +228,38 @@ def test_rng_streams_are_per_env_and_uniform():
     assert not torch.equal(rng.uniform(2, counter, 4)[500:], u[500:])  # another stream
     n = rng.normal(3, torch.zeros(1000, dtype=torch.int32), 20)
     assert abs(n.mean().item()) < 0.05 and abs(n.std().item() - 1) < 0.05
+
+
+def test_rng_draws_are_the_same_numbers_on_every_version():
+    """A seed names the same numbers: draws of a 64-bit seed at counters up to 2**31 - 1, as
+    multiples of 2**-24 (a recorded run replays only if these never change)."""
+    rng = EnvRNG(3, sc.device, seed=2**33 + 9)
+    u = rng.uniform(5, torch.tensor([0, 7, 2**31 - 1], dtype=torch.int32, device=sc.device), 3)
+    expected = [[1714219, 10286949, 2914470], [1082530, 14292211, 8133911], [15971073, 2749332, 4829488]]
+    assert torch.equal(u.cpu(), torch.tensor(expected, dtype=torch.float32) / 2**24)
+
+
+def test_rng_kernel_compiles_without_compiler_warnings(tmp_path):
+    """Compiled into an empty kernel cache, with Warp's default flags: nothing on stderr but Warp's
+    own note that no CUDA driver is installed."""
+    script = textwrap.dedent(
+        """
+        import torch
+        import warp as wp
+
+        wp.config.log_level = wp.LOG_WARNING
+        wp.init()
+        from warpgym.rng import EnvRNG
+
+        EnvRNG(4, torch.device("cpu"), seed=1).uniform(0, torch.zeros(4, dtype=torch.int32), 2)
+        """
+    )
+    env = {**os.environ, "WARP_CACHE_PATH": str(tmp_path)}
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+    assert run.returncode == 0, run.stderr
+    no_driver = "Could not find or load the NVIDIA CUDA driver"
+    lines = [line for line in run.stderr.splitlines() if no_driver not in line]
+    assert not lines, "\n".join(lines)
 
 
 class _FinalObsAfterReset(warpgym.FrankaReachEnv):
