@@ -958,9 +958,11 @@ def make_contact_data(
         if not shared:
             return z(shape, dtype)
         one = z((1, *shape[1:]), dtype)
-        view = wp.array(ptr=one.ptr, dtype=dtype, shape=shape, strides=(0, *one.strides[1:]), device=device)
-        view._storage = one  # the view does not own its memory
-        return view
+        # the view does not own its memory: its deleter frees nothing and holds ``one`` alive
+        keep = lambda ptr, size, owner=one: None  # noqa: E731
+        return wp.array(
+            ptr=one.ptr, dtype=dtype, shape=shape, strides=(0, *one.strides[1:]), device=device, deleter=keep
+        )
 
     cd = ContactData()
     cd.slots = slots
