@@ -17,6 +17,7 @@ import copy
 import importlib
 import os
 import platform
+import weakref
 from dataclasses import dataclass
 
 import mujoco
@@ -103,6 +104,10 @@ class SceneRenderer:
             self.renderer = mujoco.Renderer(self.model, cfg.height, cfg.width)
         except Exception as e:  # the GL backend could not start
             raise RenderUnavailableError(f"rendering is unavailable ({e}). {_gl_help()}") from e
+        # Frees the GL context when this object is collected, or at exit if it is still alive then,
+        # while the modules the GL bindings need are still loaded: MuJoCo's own ``Renderer.__del__``
+        # runs too late at interpreter shutdown and OSMesa's free raises there.
+        self._release = weakref.finalize(self, self.renderer.close)
         self.camera = mujoco.MjvCamera()
         self._option, self._perturb = mujoco.MjvOption(), mujoco.MjvPerturb()  # the same for every env
 
@@ -174,4 +179,5 @@ class SceneRenderer:
         scn.ngeom += 1
 
     def close(self) -> None:
-        self.renderer.close()
+        """Free the GL context now (idempotent)."""
+        self._release()

@@ -1,6 +1,8 @@
 """Rendering through MuJoCo's renderer (OSMesa on the CPU here), videos, and Gymnasium's RecordVideo."""
 
+import subprocess
 import sys
+import textwrap
 
 import gymnasium as gym
 import numpy as np
@@ -123,6 +125,28 @@ def test_a_cube_is_drawn_at_its_per_env_size():
     assert (np.abs(large - small).sum(-1) > 30).sum() > 20
     cube.set_size(torch.tensor([0.02] * 3), envs_idx=[0])
     assert np.array_equal(env.render().astype(int), small)  # the size drawn is the env's, nothing kept
+
+
+def test_a_script_that_never_closes_its_env_exits_cleanly():
+    """The GL context is freed at exit, before the interpreter tears down the modules OpenGL needs
+    (MuJoCo's ``Renderer.__del__`` alone raises there with OSMesa)."""
+    reach(1)  # skips without OpenGL
+    script = textwrap.dedent(
+        f"""
+        import gymnasium as gym
+
+        import sim_core as sc
+        import warpgym
+
+        sc.init(backend=sc.cpu, seed=0)
+        env = gym.make_vec({REACH!r}, num_envs=1, render_mode="rgb_array", render={{"width": 32, "height": 24}})
+        env.reset(seed=0)
+        assert env.render().shape == (24, 32, 3)
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    assert "Traceback" not in run.stderr and "Exception ignored" not in run.stderr, run.stderr
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="GLFW's display rule is the Linux one")
