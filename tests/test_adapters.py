@@ -129,3 +129,31 @@ def test_skrl_ppo_trains_through_the_adapter():
     trainer.train()
     obs, info = env.reset()
     assert obs.shape == (16, 30) and obs.device == env.device
+
+
+def test_sb3_get_images_gives_one_frame_per_env_and_render_tiles_them():
+    pytest.importorskip("stable_baselines3")
+    from warpgym.adapters.sb3 import Sb3VecEnv
+    from warpgym.render import RenderUnavailableError
+
+    env = gym.make_vec(REACH, num_envs=3, render_mode="rgb_array", render={"width": 64, "height": 48})
+    venv = Sb3VecEnv(env)
+    venv.reset()
+    base = venv.env.unwrapped
+    q = base.arm.entity.get_dofs_position().clone()
+    q[1, 0] += 1.0  # env 1's arm turned away: its frame differs from env 0's
+    base.arm.entity.set_dofs_position(q)
+    try:
+        images = venv.get_images()
+    except RenderUnavailableError as e:  # only where the system's OpenGL library is missing
+        pytest.skip(str(e))
+    assert len(images) == 3 and all(im.shape == (48, 64, 3) and im.dtype == np.uint8 for im in images)
+    assert list(base.render_envs_idx) == [0]  # restored
+    for i, image in enumerate(images):
+        base.render_envs_idx = [i]
+        assert np.array_equal(image, base.render())
+    base.render_envs_idx = [0]
+    assert not np.array_equal(images[0], images[1])
+    assert venv.render().shape == (2 * 48, 2 * 64, 3)  # SB3 tiles the 3 frames on a 2 x 2 grid
+    with pytest.warns(UserWarning, match="rgb_array"):
+        assert Sb3VecEnv(reach(2)).get_images() == [None, None]

@@ -11,12 +11,14 @@ the envs whose episode ended, with what SB3 reads there:
 - ``is_success``: the episode's success, for SB3's ``rollout/success_rate``.
 
 The wrapped env must use ``SAME_STEP`` autoreset (SB3's convention). ``get_attr``/``set_attr``/
-``env_method`` act on the one batched env, so every index sees the same attribute.
+``env_method`` act on the one batched env, so every index sees the same attribute. ``get_images``
+draws each env alone (env made with ``render_mode="rgb_array"``), which SB3's ``render()`` tiles.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -102,4 +104,23 @@ class Sb3VecEnv(VecEnv):
         return [wrapper_class is Monitor for _ in self._get_indices(indices)]
 
     def get_images(self) -> Sequence[np.ndarray | None]:
-        raise NotImplementedError("rendering is not implemented by the warpgym envs yet")
+        """One ``(height, width, 3)`` uint8 frame per env, each env drawn alone (SB3's contract:
+        ``render()`` tiles them); with a render mode other than ``"rgb_array"``, a warning and
+        ``None`` per env, as SB3's ``DummyVecEnv`` does. One frame per env costs one render each."""
+        if self.render_mode != "rgb_array":
+            warnings.warn(
+                f"The render mode is {self.render_mode}, but this method assumes it is `rgb_array` "
+                "to obtain images.",
+                stacklevel=2,
+            )
+            return [None for _ in range(self.num_envs)]
+        base = self.env.unwrapped
+        shown = base.render_envs_idx
+        try:
+            images = []
+            for i in range(self.num_envs):
+                base.render_envs_idx = [i]
+                images.append(base.render())
+        finally:
+            base.render_envs_idx = shown
+        return images
