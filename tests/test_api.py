@@ -1,6 +1,9 @@
 """The Genesis-style API: shapes, envs_idx forms, views, immediate updates, errors, determinism."""
 
 import os
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -13,6 +16,29 @@ HOME = [0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.8, 0.02, 0.02]
 
 
 def test_import_before_init_and_device():
+    """Before ``init()`` (in a fresh interpreter: this session's fixture has called it here) the
+    package imports, ``device`` and ``backend`` are None and building a scene says to call init;
+    after it they name the backend, and ``destroy()`` forgets them."""
+    script = textwrap.dedent(
+        """
+        import pytest
+        import torch
+
+        import sim_core as sc
+
+        assert not sc.is_initialized() and sc.device is None and sc.backend is None
+        assert sc.morphs.Plane() is not None  # morphs are plain descriptions
+        with pytest.raises(sc.NotInitializedError, match="init"):
+            sc.Scene()
+        sc.init(backend=sc.cpu)
+        assert sc.device == torch.device("cpu") and sc.backend is sc.cpu
+        sc.destroy()
+        assert sc.device is None and sc.backend is None
+        print("ok")
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.splitlines()[-1:] == ["ok"], run.stderr
     assert sc.device is not None and sc.backend in (sc.cpu, sc.gpu)
 
 
