@@ -1,13 +1,14 @@
 #!/usr/bin/env python
-"""Rendering speed on this machine, and the picture of the arm in ``docs/franka_reach.png``.
+"""Rendering speed on this machine, and the task pictures in ``docs/`` (``franka_reach.png``, ...).
 
-Times ``--frames`` (default 100) calls of ``env.render()`` for one FrankaReach env at 320x240 (the
+Times ``--frames`` (default 100) calls of ``env.render()`` for one env of ``--task`` at 320x240 (the
 config's shading: no shadows, floor reflections), each after a control step with random actions, the
 step excluded from the time; prints the backend (``MUJOCO_GL``) and seconds per 100 frames. With
-``--png PATH`` it also saves a 640x480 picture of four envs on their grid, with shadows.
+``--png PATH`` it also saves a 640x480 picture of four envs of ``--task`` on their grid, with shadows.
 
     python scripts/bench_render.py
     python scripts/bench_render.py --png docs/franka_reach.png
+    python scripts/bench_render.py --task WarpGym/FrankaLift-v0 --frames 10 --png docs/franka_lift.png
 """
 
 from __future__ import annotations
@@ -21,18 +22,16 @@ import torch
 
 import warpgym  # noqa: F401
 
-TASK = "WarpGym/FrankaReach-v0"
-
-
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--task", default="WarpGym/FrankaReach-v0")
     p.add_argument("--frames", type=int, default=100)
     p.add_argument("--width", type=int, default=320)
     p.add_argument("--height", type=int, default=240)
     p.add_argument("--png", default=None, help="also save a picture of four envs here")
     args = p.parse_args(argv)
     env = gym.make_vec(
-        TASK,
+        args.task,
         num_envs=1,
         device="cpu",
         render_mode="rgb_array",
@@ -55,7 +54,7 @@ def main(argv=None) -> None:
         import imageio.v2 as imageio
 
         grid = gym.make_vec(
-            TASK,
+            args.task,
             num_envs=4,
             device="cpu",
             render_mode="rgb_array",
