@@ -126,9 +126,17 @@ def test_skrl_ppo_trains_through_the_adapter():
             "close_environment_at_exit": False,
         },
     )
+    initial = {
+        role: {k: v.detach().clone() for k, v in model.state_dict().items()} for role, model in models.items()
+    }
     trainer.train()
     obs, info = env.reset()
     assert obs.shape == (16, 30) and obs.device == env.device
+    for role, model in models.items():  # training moved every weight of both models
+        changed = [not torch.equal(v, initial[role][k]) for k, v in model.state_dict().items()]
+        assert all(changed), (role, changed)
+    losses = {k: agent.tracking_data[k] for k in ("Loss / Policy loss", "Loss / Value loss")}
+    assert all(len(v) == 200 // 16 and np.isfinite(v).all() for v in losses.values()), losses
 
 
 def test_sb3_get_images_gives_one_frame_per_env_and_render_tiles_them():
