@@ -58,8 +58,10 @@ def test_joint_outside_its_range_is_pulled_back():
     assert float(franka.get_dofs_position()[3]) <= -0.0698 + 1e-6
 
 
-def test_substeps_refine_the_same_motion():
-    """dt = 0.01 with 4 substeps matches dt = 0.0025 without substeps bit for bit."""
+def test_substeps_follow_the_finer_step_within_1e_6():
+    """dt = 0.01 with 4 substeps matches dt = 0.0025 without substeps to 1e-6 rad, not bit for bit:
+    the substep loop is other compiled code, whose float operations are fused and ordered
+    differently (differences of a few ulp)."""
     a, fa = franka_scene(2, dt=0.01, substeps=4)
     b, fb = franka_scene(2, dt=0.0025, substeps=1)
     tgt = t32([0.3, -0.5, 0.2, -2.0, 0.1, 1.8, 0.5, 0.03, 0.01])
