@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import enum
+import os
 import random
+import sys
+import tempfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,7 +54,8 @@ def init(
         seed: seeds Python's, NumPy's and torch's generators when given.
         precision: ``"32"`` (float32 state; the only precision implemented).
         device: a specific device of the backend, e.g. ``"cuda:1"``; default: the first one.
-        debug: print Warp's compile/load messages.
+        debug: show Warp's banner, a line per module it loads or compiles, and the C++ compiler's
+            warnings; without it Warp prints only its own warnings and errors (see ``_quiet_warp``).
     """
     if _state:
         raise RuntimeError("sim_core is already initialized; call sim_core.destroy() first")
@@ -59,8 +63,8 @@ def init(
         raise InvalidValueError(f"backend: expected sc.cpu or sc.gpu, got {backend!r}")
     if precision != "32":
         raise InvalidValueError(f"precision: only '32' is implemented, got {precision!r}")
-    wp.config.quiet = not debug
-    wp.init()
+    _quiet_warp(not debug)
+    _init_warp(keep_driver_warning=debug or backend is gpu)
     if backend is gpu:
         if not wp.is_cuda_available():
             raise RuntimeError("backend=sc.gpu: Warp finds no CUDA device on this machine")
@@ -78,6 +82,47 @@ def init(
         np.random.seed(seed % 2**32)  # noqa: NPY002 (seeding the global generator is the point)
         torch.manual_seed(seed)
     _state.append(Runtime(backend, dev, wp_dev, seed, precision))
+
+
+_NO_DRIVER = "Could not find or load the NVIDIA CUDA driver"
+
+
+def _quiet_warp(quiet: bool) -> None:
+    """Warp's log level (its banner and module-load lines are info messages) and clang's ``-w``
+    among the CPU compiler flags (the warnings of a module's compilation come from clang, in
+    process, straight to stderr; ``-w`` changes no code, only Warp's cache key)."""
+    if hasattr(wp, "LOG_WARNING"):
+        wp.config.log_level = wp.LOG_WARNING if quiet else wp.LOG_INFO
+    else:  # Warp versions without log levels have a flag
+        wp.config.quiet = quiet
+    flags = wp.config.cpu_compiler_flags
+    tokens = ("-march=native" if flags is None else flags).split()  # None means -march=native
+    if quiet != ("-w" in tokens):
+        tokens = [t for t in tokens if t != "-w"] + (["-w"] if quiet else [])
+        wp.config.cpu_compiler_flags = " ".join(tokens)
+
+
+def _init_warp(*, keep_driver_warning: bool) -> None:
+    """``wp.init()``, with Warp's native warning that no CUDA driver is installed left out unless
+    ``keep_driver_warning`` (a CPU run does not need one). The native library writes it to file
+    descriptor 2, so that is where it is caught; everything else written there is passed on."""
+    if keep_driver_warning:
+        wp.init()
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            wp.init()
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            lines = caught.read().decode(errors="replace").splitlines(keepends=True)
+            sys.stderr.write("".join(line for line in lines if _NO_DRIVER not in line))
+            sys.stderr.flush()
 
 
 def destroy() -> None:
