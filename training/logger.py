@@ -20,6 +20,13 @@ def format_duration(seconds: float) -> str:
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
+def _fmt(value: float | None, width: int, decimals: int) -> str:
+    """``value`` right-aligned in ``width`` characters, or ``-`` when it is missing or NaN."""
+    if value is None or value != value:
+        return "-".rjust(width)
+    return f"{value:{width}.{decimals}f}"
+
+
 class Logger:
     """Scalars to TensorBoard under ``logdir``; ``config.json`` beside them; one progress line per
     iteration on stdout (rewritten in place on a terminal)."""
@@ -42,12 +49,13 @@ class Logger:
         eta = elapsed / it * (total - it) if (it and total) else float("inf")
         if max_time_s is not None:
             eta = min(eta, max(0.0, max_time_s - elapsed))
-        ret = scalars.get("charts/episode_return", float("nan"))
-        succ = scalars.get("charts/success_rate", float("nan"))
+        # "-" where no episode ended this iteration (there is no return or success rate to show)
+        ret = _fmt(scalars.get("charts/episode_return"), 8, 2)
+        succ = _fmt(scalars.get("charts/success_rate"), 5, 2)
         line = (
             f"it {it:5d}/{total or '-'}  steps {env_steps:11,d}  "
             f"{scalars['perf/env_steps_per_s']:9,.0f} steps/s  "
-            f"return {ret:8.2f}  success {succ:5.2f}  "
+            f"return {ret}  success {succ}  "
             f"elapsed {format_duration(elapsed)}  eta {format_duration(eta)}"
         )
         if self.tty:
