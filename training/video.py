@@ -1,5 +1,5 @@
 """Policy videos: frames of a short deterministic rollout, written as MP4 (imageio + ffmpeg) or put into
-TensorBoard as an animated GIF (what ``add_video`` does, without its dependency on moviepy 1.x)."""
+TensorBoard as an animated GIF."""
 
 from __future__ import annotations
 
@@ -47,11 +47,17 @@ def write_video(path: str | Path, frames: list[np.ndarray], fps: int) -> None:
 
 
 def add_video_to_tensorboard(writer, tag: str, frames: list[np.ndarray], step: int, fps: int) -> None:
-    """An animated GIF in TensorBoard's Images tab."""
+    """An animated GIF in TensorBoard's Images tab, as ``SummaryWriter.add_video`` writes it.
+
+    ``add_video`` itself encodes with ``moviepy.editor``, which moviepy 2 no longer has (it prints a
+    message and writes no image), so the GIF is encoded here with imageio and the image summary
+    goes through the writer's public ``file_writer.add_summary``."""
     from tensorboard.compat.proto.summary_pb2 import Summary
 
+    if writer.file_writer is None:
+        raise ValueError("add_video_to_tensorboard: the SummaryWriter is closed")
     buf = io.BytesIO()
     _imageio().mimwrite(buf, frames, format="GIF", duration=1000 / fps, loop=0)
     h, w = frames[0].shape[:2]
     image = Summary.Image(height=h, width=w, colorspace=3, encoded_image_string=buf.getvalue())
-    writer._get_file_writer().add_summary(Summary(value=[Summary.Value(tag=tag, image=image)]), step)
+    writer.file_writer.add_summary(Summary(value=[Summary.Value(tag=tag, image=image)]), step)
