@@ -36,6 +36,16 @@ class PPOConfig:
     normalize_obs: bool  # running mean/std of observations, saved with the checkpoint
     normalize_advantages: bool  # per minibatch
 
+    def __post_init__(self):
+        for name in ("num_steps", "num_epochs", "num_minibatches"):
+            _check(f"train.ppo.{name}", getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
+        for name in ("gamma", "lam"):
+            _check(f"train.ppo.{name}", getattr(self, name), 0 <= getattr(self, name) <= 1, "0 <= value <= 1")
+        for name in ("clip", "max_grad_norm", "learning_rate", "desired_kl"):
+            _check(f"train.ppo.{name}", getattr(self, name), getattr(self, name) > 0, "a number > 0")
+        for name in ("value_clip", "value_coef", "entropy_coef"):
+            _check(f"train.ppo.{name}", getattr(self, name), getattr(self, name) >= 0, "a number >= 0")
+
 
 @dataclass(frozen=True)
 class PolicyConfig:
@@ -43,6 +53,11 @@ class PolicyConfig:
     critic_hidden: tuple[int, ...]
     activation: Literal["elu", "relu", "tanh"]
     init_log_std: float  # initial log standard deviation of the Gaussian policy
+
+    def __post_init__(self):
+        for name in ("actor_hidden", "critic_hidden"):
+            sizes = getattr(self, name)
+            _check(f"train.policy.{name}", list(sizes), all(n >= 1 for n in sizes), "layer sizes >= 1")
 
 
 @dataclass(frozen=True)
@@ -53,6 +68,16 @@ class TrainConfig:
     seed: int
     ppo: PPOConfig
     policy: PolicyConfig
+
+    def __post_init__(self):
+        for name in ("num_envs", "max_iterations", "save_every"):
+            _check(f"train.{name}", getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
+        _check(
+            "train.ppo.num_minibatches",
+            self.ppo.num_minibatches,
+            self.ppo.num_minibatches <= self.batch_size,
+            f"at most num_envs x num_steps = {self.batch_size}",
+        )
 
     @property
     def batch_size(self) -> int:
@@ -68,6 +93,11 @@ class RunSpec:
     config_file: str
     env_overrides: dict[str, Any]
     train: TrainConfig
+
+
+def _check(key: str, value: Any, ok: bool, expected: str) -> None:
+    if not ok:
+        raise ConfigError(f"{key}: expected {expected}, got {value!r}")
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, Any]:
