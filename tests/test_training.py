@@ -1,5 +1,7 @@
-"""PPO pieces against hand-computed cases, learning on a toy env, the CLI, resume, and torchrun + DDP."""
+"""PPO pieces against hand-computed cases, learning on a toy env, checkpoints and resume (on the same
+device and from another), the progress line, TensorBoard videos, the CLI, and torchrun + DDP."""
 
+import io
 import json
 import os
 import signal
@@ -8,16 +10,20 @@ import sys
 from pathlib import Path
 
 import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 
 import sim_core as sc
 from warpgym.render import RenderUnavailableError
 from warpgym.training import distributed
+from warpgym.training.checkpoint import load_checkpoint
 from warpgym.training.cli import play
 from warpgym.training.config import load_run_spec, parse_overrides
+from warpgym.training.logger import Logger
 from warpgym.training.runner import Runner
 from warpgym.training.storage import bootstrap_truncated, gae
+from warpgym.training.video import add_video_to_tensorboard
 
 ASSETS = Path(__file__).parent / "assets"
 ROOT = Path(__file__).parent.parent
@@ -75,7 +81,7 @@ def test_ppo_learns_a_trivial_task(tmp_path):
     runner.train()
     env = runner.env
     obs, _ = env.reset(seed=99)
-    reached = torch.zeros(env.num_envs, dtype=torch.bool)
+    reached = torch.zeros(env.num_envs, dtype=torch.bool, device=obs.device)
     with torch.inference_mode():
         for _ in range(20):
             obs, _, terminated, truncated, _ = env.step(runner.module.actor(runner.normalizer(obs)))
@@ -94,6 +100,101 @@ def test_same_seed_same_parameters():
     assert torch.equal(params[0], params[1])
 
 
+def _point_spec():
+    """The toy task, small: 16 envs, 8 steps per iteration."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    overrides = {"train": {"num_envs": 16, "ppo": {"num_steps": 8}}}
+    return load_run_spec("Test/Point-v0", config=str(ASSETS / "point.toml"), overrides=overrides)
+
+
+def _params(runner: Runner) -> torch.Tensor:
+    return torch.cat([p.detach().reshape(-1) for p in runner.module.parameters()])
+
+
+def test_resume_on_the_same_device_restores_everything_exactly(tmp_path):
+    """Model, normalizer, optimizer and both random generators come back from the file as saved."""
+    spec = _point_spec()
+    runner = Runner(spec, _ctx(), tmp_path)
+    runner.train(max_iterations=2)
+    ckpt = load_checkpoint(tmp_path / "checkpoints" / "last.pt")
+    resumed = Runner(spec, _ctx(), None)
+    assert resumed.load_state_dict(ckpt) == []  # nothing to report
+    assert resumed.iteration == 2 and resumed.env_steps == runner.env_steps
+    assert torch.equal(resumed.sampler.get_state(), runner.sampler.get_state())
+    assert torch.equal(resumed.ppo.generator.get_state(), runner.ppo.generator.get_state())
+    assert torch.equal(_params(resumed), _params(runner))
+    assert torch.equal(resumed.normalizer.var, runner.normalizer.var)
+    saved, loaded = runner.ppo.optimizer.state_dict(), resumed.ppo.optimizer.state_dict()
+    assert all(
+        torch.equal(saved["state"][i][k], loaded["state"][i][k].to(saved["state"][i][k].device))
+        for i in saved["state"]
+        for k in ("exp_avg", "exp_avg_sq", "step")
+    )
+    assert resumed.ppo.lr.item() == runner.ppo.lr.item()
+
+
+def _as_saved_on_the_other_device(ckpt: dict, *, bare: bool) -> dict:
+    """``ckpt`` as a run on the other type of device would have saved it: generator states in that
+    device's format (CUDA: 16 bytes, CPU: 5056) and Adam's ``capturable`` as set there. ``bare``:
+    the states as bare tensors, without their device."""
+    other = "cpu" if sc.device.type == "cuda" else "cuda"
+    state = torch.Generator().get_state() if other == "cpu" else torch.arange(16, dtype=torch.uint8)
+    generator = state if bare else {"device": other, "state": state}
+    groups = [{**g, "capturable": other == "cuda"} for g in ckpt["optimizer"]["param_groups"]]
+    optimizer = {**ckpt["optimizer"], "param_groups": groups}
+    return {**ckpt, "sampler": generator, "minibatch_rng": generator, "optimizer": optimizer}
+
+
+@pytest.mark.parametrize("bare", [False, True], ids=["with_device", "bare_state"])
+def test_resume_from_another_device_reseeds_the_generators_deterministically(tmp_path, bare):
+    """A checkpoint saved on the other type of device resumes here: one line says the generators
+    are reseeded, training goes on, and two resumes from it stay bit for bit the same."""
+    spec = _point_spec()
+    runner = Runner(spec, _ctx(), tmp_path)
+    runner.train(max_iterations=1)
+    ckpt = _as_saved_on_the_other_device(load_checkpoint(tmp_path / "checkpoints" / "last.pt"), bare=bare)
+    params, states = [], []
+    for _ in range(2):
+        resumed = Runner(spec, _ctx(), None)
+        notes = resumed.load_state_dict(ckpt)
+        assert len(notes) == 1 and "reseeded" in notes[0], notes
+        states.append((resumed.sampler.get_state(), resumed.ppo.generator.get_state()))
+        resumed.iterate()
+        params.append(_params(resumed))
+    assert all(torch.equal(a, b) for a, b in zip(*states, strict=True))
+    assert torch.equal(params[0], params[1])
+    fresh = Runner(spec, _ctx(), None)  # reseeded from the saved state, not left at the run's seed
+    assert not torch.equal(states[0][0], fresh.sampler.get_state())
+
+
+def test_progress_line_shows_a_dash_where_no_episode_ended(tmp_path, capsys):
+    logger = Logger(tmp_path, {})
+    logger.log(1, 128, {"perf/env_steps_per_s": 1000.0}, 1.0, 2, None)
+    scalars = {"perf/env_steps_per_s": 1000.0, "charts/episode_return": -3.5, "charts/success_rate": 0.25}
+    logger.log(2, 256, scalars, 2.0, 2, None)
+    logger.close()
+    first, second = capsys.readouterr().out.strip().splitlines()
+    assert "nan" not in first and first.split("return")[1].split()[:3] == ["-", "success", "-"], first
+    assert "return    -3.50  success  0.25" in second, second
+
+
+def test_policy_video_is_an_animated_gif_in_tensorboard(tmp_path):
+    """Frames become one image summary, a GIF with every frame, at the given step."""
+    from PIL import Image
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from torch.utils.tensorboard import SummaryWriter
+
+    frames = [np.full((24, 32, 3), 40 * i, dtype=np.uint8) for i in range(5)]
+    writer = SummaryWriter(str(tmp_path))
+    add_video_to_tensorboard(writer, "videos/policy", frames, step=7, fps=25)
+    writer.close()
+    events = EventAccumulator(str(tmp_path), size_guidance={"images": 0}).Reload()
+    (image,) = events.Images("videos/policy")
+    assert image.step == 7 and (image.width, image.height) == (32, 24)
+    gif = Image.open(io.BytesIO(image.encoded_image_string))
+    assert gif.format == "GIF" and gif.n_frames == len(frames) and gif.info["duration"] == 40
+
+
 def _env() -> dict:
     """This environment with the repository first on the import path (what was on it stays)."""
     return {
@@ -102,12 +203,19 @@ def _env() -> dict:
     }
 
 
-def _run(args, **kw):
+def _run(args, *, quiet: bool = False, **kw):
+    """Run ``python args`` from the repository; its stdout. ``quiet``: it must print nothing but the
+    trainer's own lines (no Warp banner, module-load lines or compiler warnings)."""
     env = _env()
     out = subprocess.run(
         [sys.executable, *args], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT, **kw
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
+    if quiet:
+        own = ("training ", "it ", "done: ", "{")  # the trainer's lines, play's JSON result
+        assert not out.stderr and all(line.startswith(own) for line in out.stdout.splitlines()), (
+            out.stdout[-2000:] + out.stderr[-3000:]
+        )
     return out.stdout
 
 
@@ -138,7 +246,8 @@ def test_cli_train_resume_play(tmp_path):
             "--logdir",
             str(tmp_path),
             *small,
-        ]
+        ],
+        quiet=True,
     )
     ckpt = tmp_path / "checkpoints" / "last.pt"
     assert (tmp_path / "checkpoints" / "model_000002.pt").is_file() and ckpt.is_file()
@@ -154,13 +263,16 @@ def test_cli_train_resume_play(tmp_path):
             "3",
             "--logdir",
             str(tmp_path),
-        ]
+        ],
+        quiet=True,
     )
-    state = torch.load(ckpt, weights_only=False)
+    state = torch.load(ckpt, weights_only=True)
     assert state["iteration"] == 3 and state["env_steps"] == 3 * 32 * 8
     video = tmp_path / "play.mp4"
     play_args = ["--checkpoint", str(ckpt), "--episodes", "8", "--device", "cpu"]
-    out = _run(["-m", "warpgym.training", "play", *play_args, *(["--video", str(video)] if videos else [])])
+    out = _run(
+        ["-m", "warpgym.training", "play", *play_args, *(["--video", str(video)] if videos else [])], quiet=True
+    )
     result = json.loads(out.strip().splitlines()[-1])
     assert result["episodes"] == 8 and 0.0 <= result["success_rate"] <= 1.0
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -185,7 +297,7 @@ def test_torchrun_ddp_keeps_ranks_identical(tmp_path):
     _run([*args, "train.ppo.num_steps=8"])
     check = json.loads((tmp_path / "ddp_check.json").read_text())
     assert check["in_sync"] and len(check["param_checksums"]) == 2
-    state = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=False)
+    state = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=True)
     assert state["env_steps"] == 2 * 2 * 16 * 8  # iterations x ranks x envs x steps
 
 
@@ -243,7 +355,7 @@ def test_ctrl_c_saves_a_checkpoint(tmp_path):
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=120)
     assert proc.returncode == 130
-    state = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=False)
+    state = torch.load(tmp_path / "checkpoints" / "last.pt", weights_only=True)
     assert state["iteration"] >= 1
 
 

@@ -3,6 +3,7 @@ gradient clipping, and a KL-adaptive learning rate kept on the device (no host r
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -24,6 +25,22 @@ class PPO:
         self.lr = torch.tensor(cfg.learning_rate, device=device)  # a tensor: adapted without a sync
         self.optimizer = torch.optim.Adam(module.parameters(), lr=self.lr, capturable=device.type == "cuda")
         self.generator = torch.Generator(device=device).manual_seed(seed)  # minibatch order
+
+    def load_optimizer_state(self, state: dict, lr: float) -> None:
+        """Adam's state and the learning rate from a checkpoint, possibly saved on another device:
+        the options that follow the device (``capturable``, on for CUDA) and the learning rate
+        tensor stay this run's, and the step counts move to where those options want them. The
+        state is copied: Adam updates it in place, and ``load_state_dict`` keeps tensors that are
+        on the right device as they are, so ``state`` itself would change."""
+        own = self.optimizer.param_groups
+        groups = [
+            {**saved, "capturable": mine["capturable"]}
+            for saved, mine in zip(state["param_groups"], own, strict=True)
+        ]
+        self.optimizer.load_state_dict(copy.deepcopy({**state, "param_groups": groups}))
+        self.lr.fill_(lr)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr
 
     def update(self, s: RolloutStorage) -> dict[str, torch.Tensor]:
         """``num_epochs`` passes of ``num_minibatches`` over the rollout; returns mean losses (device)."""

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -25,6 +23,7 @@ from warpgym.config import to_dict
 from warpgym.render import RenderUnavailableError
 
 from . import distributed
+from .checkpoint import check_shapes, generator_state, link_atomic, restore_generator, save_atomic
 from .config import RunSpec
 from .logger import Logger
 from .models import ActorCritic, gaussian_log_prob
@@ -33,7 +32,7 @@ from .ppo import PPO
 from .storage import RolloutStorage, bootstrap_truncated, gae
 from .video import add_video_to_tensorboard, rollout_frames
 
-__all__ = ["Runner", "make_env", "make_video_env", "save_atomic", "link_atomic"]
+__all__ = ["Runner", "make_env", "make_video_env"]
 
 _STATS = ("return_sum", "length_sum", "success_sum", "episodes", "sim_errors")
 
@@ -61,26 +60,6 @@ def make_video_env(
         render_envs_idx=list(range(n)),
         render={**spec.env_overrides.get("render", {}), "width": w, "height": h},
     )
-
-
-def save_atomic(obj: Any, path: Path) -> None:
-    """``torch.save`` to a temporary file in the same directory, then rename over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
-def link_atomic(src: Path, dst: Path) -> None:
-    """Make ``dst`` name the same file as ``src`` (a hard link; a copy where links are not
-    supported), replacing it atomically: the checkpoint is serialized and written once."""
-    tmp = dst.with_name(f".{dst.name}.tmp{os.getpid()}")
-    tmp.unlink(missing_ok=True)
-    try:
-        os.link(src, tmp)
-    except OSError:
-        shutil.copyfile(src, tmp)
-    os.replace(tmp, dst)
 
 
 class Runner:
@@ -264,6 +243,7 @@ class Runner:
 
     # ---- checkpoints ----------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
+        """Everything a resumed run needs, as tensors and plain data (see ``checkpoint``)."""
         return {
             "iteration": self.iteration,
             "env_steps": self.env_steps,
@@ -271,8 +251,8 @@ class Runner:
             "normalizer": self.normalizer.state_dict(),
             "optimizer": self.ppo.optimizer.state_dict(),
             "lr": self.ppo.lr.item(),
-            "sampler": self.sampler.get_state(),
-            "minibatch_rng": self.ppo.generator.get_state(),
+            "sampler": generator_state(self.sampler),
+            "minibatch_rng": generator_state(self.ppo.generator),
             "spec": {
                 "task": self.spec.task,
                 "config_file": self.spec.config_file,
@@ -281,16 +261,34 @@ class Runner:
             },
         }
 
-    def load_state_dict(self, ckpt: dict[str, Any]) -> None:
+    def load_state_dict(self, ckpt: dict[str, Any]) -> list[str]:
+        """Continue from ``ckpt`` (a ``state_dict``, possibly saved on another device). Raises
+        ``CheckpointError`` when its model does not fit this run's env. Returns one-line notes,
+        for rank 0 to print, on what could not be restored as saved.
+
+        The random generators (action noise, minibatch order) get their saved state back when they
+        were saved on the same type of device; a state from another type cannot be set, so they are
+        reseeded from it (see ``restore_generator``): the run continues deterministically, but not
+        as it would have on the saving device. A DDP rank other than 0 reseeds from rank 0's
+        saved state and its rank, so the ranks keep streams of their own."""
+        check_shapes(self.module, ckpt["model"], "model")
+        check_shapes(self.normalizer, ckpt["normalizer"], "observation normalizer")
         self.iteration, self.env_steps = ckpt["iteration"], ckpt["env_steps"]
         self.module.load_state_dict(ckpt["model"])
         self.normalizer.load_state_dict(ckpt["normalizer"])
-        self.ppo.optimizer.load_state_dict(ckpt["optimizer"])
-        self.ppo.lr.fill_(ckpt["lr"])
-        for group in self.ppo.optimizer.param_groups:
-            group["lr"] = self.ppo.lr
-        self.sampler.set_state(ckpt["sampler"])
-        self.ppo.generator.set_state(ckpt["minibatch_rng"])
+        self.ppo.load_optimizer_state(ckpt["optimizer"], ckpt["lr"])
+        rank, reseeded = self.ctx.rank, []
+        for key, generator in (("sampler", self.sampler), ("minibatch_rng", self.ppo.generator)):
+            salt = f"{key}/{self.iteration}/{rank}"
+            if not restore_generator(generator, ckpt[key], salt, exact=rank == 0):
+                reseeded.append(key)
+        if rank != 0 or not reseeded:
+            return []
+        saved = ckpt["sampler"]["device"] if isinstance(ckpt["sampler"], dict) else "another type of device"
+        return [
+            f"random generators {', '.join(reseeded)} were saved on {saved} and run on {self.device.type}: "
+            "reseeded from their saved state (deterministic, but not the stream the saving device would give)"
+        ]
 
     def save(self) -> None:
         if not self.ctx.is_main or self.logdir is None:
