@@ -91,10 +91,7 @@ def _quiet_warp(quiet: bool) -> None:
     """Warp's log level (its banner and module-load lines are info messages) and clang's ``-w``
     among the CPU compiler flags (the warnings of a module's compilation come from clang, in
     process, straight to stderr; ``-w`` changes no code, only Warp's cache key)."""
-    if hasattr(wp, "LOG_WARNING"):
-        wp.config.log_level = wp.LOG_WARNING if quiet else wp.LOG_INFO
-    else:  # Warp versions without log levels have a flag
-        wp.config.quiet = quiet
+    wp.config.log_level = wp.LOG_WARNING if quiet else wp.LOG_INFO
     flags = wp.config.cpu_compiler_flags
     tokens = ("-march=native" if flags is None else flags).split()  # None means -march=native
     if quiet != ("-w" in tokens):
