@@ -22,6 +22,7 @@ import torch
 
 import warpgym  # noqa: F401
 
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="WarpGym/FrankaReach-v0")
