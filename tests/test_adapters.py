@@ -137,6 +137,7 @@ def test_skrl_ppo_trains_through_the_adapter():
         assert all(changed), (role, changed)
     losses = {k: agent.tracking_data[k] for k in ("Loss / Policy loss", "Loss / Value loss")}
     assert all(len(v) == 200 // 16 and np.isfinite(v).all() for v in losses.values()), losses
+    assert env.render() is None  # no render_mode: the env's answer, as Gymnasium's
 
 
 def test_sb3_get_images_gives_one_frame_per_env_and_render_tiles_them():

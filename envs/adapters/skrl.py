@@ -54,7 +54,9 @@ class SkrlVecEnv(Wrapper):
         return None
 
     def render(self, *args, **kwargs) -> Any:
-        raise NotImplementedError("rendering is not implemented by the warpgym envs yet")
+        """The env's ``render()``: an ``(H, W, 3)`` uint8 image of its ``render_envs_idx`` with
+        ``render_mode="rgb_array"``, else None (skrl's trainers call it when not headless)."""
+        return self._env.render()
 
     def close(self) -> None:
         self._env.close()
