@@ -98,7 +98,6 @@ class Runner:
             self.logger = Logger(logdir, to_dict(self.cfg), {**extra, "world_size": ctx.world_size})
         self._obs, _ = self.env.reset(seed=seed + ctx.rank)
         self._stats = torch.zeros(len(_STATS), device=self.device)
-        self._zeros = torch.zeros(self.cfg.num_envs, device=self.device)
         self.video_every = video_every
         self._video_env = None
         if video_every and self.logger is not None:  # a machine that cannot render fails now, not later
@@ -116,44 +115,46 @@ class Runner:
     # ---- rollout ------------------------------------------------------------------------------
     @torch.inference_mode()
     def collect(self) -> None:
-        """Fill the storage with ``num_steps`` steps of every env and compute advantages."""
+        """Fill the storage with ``num_steps`` steps of every env and compute advantages.
+
+        Per step only the actor runs (on observations normalized with the statistics of that
+        moment); the critic's values of the observations, of the terminal observations of
+        truncated episodes and of the last observation, and the actions' log-probabilities, are
+        computed once over the whole rollout (the parameters do not change within it)."""
         s, ppo, gamma = self.storage, self.cfg.ppo, self.cfg.ppo.gamma
-        s.log_std.copy_(self.module.log_std)
+        log_std = self.module.log_std.detach()
+        s.log_std.copy_(log_std)
+        std = torch.exp(log_std)
         obs = self._obs
         for t in range(ppo.num_steps):
             self.normalizer.update(obs)
             o = self.normalizer(obs)
-            mean, log_std, value = self.module(o)
-            action = mean + torch.exp(log_std) * torch.randn(
-                mean.shape, generator=self.sampler, device=self.device
-            )
+            mean = self.module.actor(o)
+            action = mean + std * torch.randn(mean.shape, generator=self.sampler, device=self.device)
             obs, reward, terminated, truncated, info = self.env.step(action)
-            if self.device.type != "cpu" or bool(truncated.any()):  # on the CPU the check is free
-                final = info["final_obs"]
-                final_value = self.module.value(self.normalizer(final))
-            else:
-                final_value = self._zeros
             s.obs[t] = o
             s.actions[t] = action
             s.means[t] = mean
-            s.log_probs[t] = gaussian_log_prob(action, mean, log_std)
-            s.values[t] = value
-            s.rewards[t] = bootstrap_truncated(reward, truncated, final_value, gamma)
-            s.dones[t] = terminated | truncated
-            ended, ep = info["_episode"], info["episode"]
-            self._stats += torch.stack(
-                [
-                    torch.where(ended, ep["r"], 0.0).sum(),
-                    torch.where(ended, ep["l"].float(), 0.0).sum(),
-                    (ended & ep["success"]).float().sum(),
-                    ended.float().sum(),
-                    # sim-error endings, from envs that report them (WarpVectorEnv does)
-                    (ended & ep["sim_error"]).float().sum() if "sim_error" in ep else self._stats.new_zeros(()),
-                ]
-            )
+            s.rewards[t] = reward
+            s.terminated[t] = terminated
+            s.truncated[t] = truncated
+            s.final_obs[t] = self.normalizer(info["final_obs"])
+            ep = info["episode"]
+            s.ep_ended[t] = info["_episode"]
+            s.ep_return[t] = ep["r"]
+            s.ep_length[t] = ep["l"]
+            s.ep_success[t] = ep["success"]
+            if "sim_error" in ep:  # sim-error endings, from envs that report them (WarpVectorEnv does)
+                s.ep_sim_error[t] = ep["sim_error"]
         self._obs = obs
-        last = self.module.value(self.normalizer(obs))
-        s.advantages, s.returns = gae(s.rewards, s.values, s.dones, last, gamma, ppo.lam)
+        T, N = s.rewards.shape
+        values = self.module.value(torch.cat([s.flat("obs"), s.flat("final_obs"), self.normalizer(obs)]))
+        s.values.copy_(values[: T * N].view(T, N))
+        final_values = values[T * N : 2 * T * N].view(T, N)
+        s.log_probs.copy_(gaussian_log_prob(s.actions, s.means, log_std))
+        rewards = bootstrap_truncated(s.rewards, s.truncated, final_values, gamma)
+        s.advantages, s.returns = gae(rewards, s.values, s.dones, values[2 * T * N :], gamma, ppo.lam)
+        self._stats += s.episode_sums()
 
     # ---- the loop -------------------------------------------------------------------------------
     def iterate(self, elapsed_before: float = 0.0, total: int | None = None, max_time_s: float | None = None):

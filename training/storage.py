@@ -42,7 +42,12 @@ def gae(
 
 
 class RolloutStorage:
-    """``(T, N, ...)`` buffers for T steps of N envs on ``device``."""
+    """``(T, N, ...)`` buffers for T steps of N envs on ``device``.
+
+    The rollout loop writes only what each step produces (observations, actions, means, rewards,
+    flags, terminal observations and the episodes that ended); values, log-probabilities and the
+    episode statistics are computed from them in batch once the rollout is complete.
+    """
 
     def __init__(self, num_steps: int, num_envs: int, obs_dim: int, act_dim: int, device: torch.device):
         def z(*shape, dtype=torch.float32):
@@ -53,11 +58,38 @@ class RolloutStorage:
         self.means = z(act_dim)  # action means at sampling time (for the KL)
         self.log_probs = z()
         self.values = z()
-        self.rewards = z()  # truncations bootstrapped
-        self.dones = z(dtype=torch.bool)
+        self.rewards = z()  # as the env returned them; truncations bootstrapped after the rollout
+        self.terminated = z(dtype=torch.bool)
+        self.truncated = z(dtype=torch.bool)
+        self.final_obs = z(obs_dim)  # normalized terminal observations (rows where truncated count)
         self.log_std = torch.zeros(act_dim, device=device)  # policy log std at sampling time
         self.advantages = z()
         self.returns = z()
+        # episodes that ended at each step: mask, return, length, success, sim error
+        self.ep_ended = z(dtype=torch.bool)
+        self.ep_return = z()
+        self.ep_length = z()
+        self.ep_success = z(dtype=torch.bool)
+        self.ep_sim_error = z(dtype=torch.bool)
+
+    @property
+    def dones(self) -> torch.Tensor:
+        """(T, N) bool: the episode ended at this step (terminated or truncated)."""
+        return self.terminated | self.truncated
+
+    def episode_sums(self) -> torch.Tensor:
+        """(5,) sums over the episodes that ended in this rollout: return, length, successes,
+        episodes, sim-error endings."""
+        ended = self.ep_ended
+        return torch.stack(
+            [
+                torch.where(ended, self.ep_return, 0.0).sum(),
+                torch.where(ended, self.ep_length, 0.0).sum(),
+                (ended & self.ep_success).sum().float(),
+                ended.sum().float(),
+                (ended & self.ep_sim_error).sum().float(),
+            ]
+        )
 
     def flat(self, name: str) -> torch.Tensor:
         t = getattr(self, name)
