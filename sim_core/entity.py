@@ -125,6 +125,25 @@ class RigidEntity:
     def n_links(self) -> int:
         return len(self.links)
 
+    @property
+    def dof_start(self) -> int:
+        """Column of the entity's first dof in the solver's per-dof arrays (``qvel``, controls, gains);
+        its dofs are the ``n_dofs`` columns from there."""
+        self.solver  # noqa: B018 (raises NotBuiltError before build)
+        return self._dof_start
+
+    @property
+    def q_start(self) -> int:
+        """Column of the entity's first position coordinate in ``qpos``; its ``n_qs`` follow."""
+        self.solver  # noqa: B018
+        return self._q_start
+
+    @property
+    def inertial_slot(self) -> int:
+        """Column of the entity's base body in the per-env mass and inertia scales
+        (``views.ParamsView.body_inertial``); only a free base that carries no other body has one."""
+        return self._slot("inertial_slot")
+
     def get_link(self, name: str) -> RigidLink:
         for link in self.links:
             if link.name == name:

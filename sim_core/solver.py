@@ -6,7 +6,7 @@ import numpy as np
 import torch
 import warp as wp
 
-from . import _select, collision, contact_solver, integrator, io, step
+from . import _select, collision, contact_solver, integrator, io, step, views
 from .codegen import Tree
 from .errors import InvalidValueError
 from .options import RigidOptions, SimOptions
@@ -23,15 +23,9 @@ def _error_rows(
     overflow: wp.array(dtype=wp.int32),
     bad: wp.array(dtype=wp.bool),
 ):
-    """``bad[w]``: some coordinate of env ``w`` is NaN or inf (a sum is non-finite iff a term is, or it
-    overflows, which a sane state never does), or its last step dropped contacts."""
+    """``bad[w]``: env ``w``'s state is not finite or its last step dropped contacts (``views.env_error``)."""
     w = wp.tid()
-    total = float(0.0)
-    for i in range(qpos.shape[1]):
-        total += qpos[w, i]
-    for i in range(qvel.shape[1]):
-        total += qvel[w, i]
-    bad[w] = not wp.isfinite(total) or overflow[w] > 0
+    bad[w] = views.env_error(qpos, qvel, overflow, w)
 
 
 # most contacts one pair of geom types produces (collision.py), for sizing the default budget
@@ -85,6 +79,7 @@ class RigidSolver:
             )
             self._contacts_stale = True  # some env's state was set since the last step (host flag)
         self._poses_fresh = False  # False: some env's poses may be out of date (see _stale)
+        self._views: dict[str, object] = {}  # the Warp views handed to user kernels, made once
         self._stale = torch.ones(self.nworld, dtype=torch.bool, device=device)  # per env, on the device
         self._fk_cmd = step.record_fk(self.kernels, self.data, wp.from_torch(self._stale, dtype=wp.bool))
         self._bad = torch.empty(self.nworld, dtype=torch.bool, device=device)
@@ -247,6 +242,88 @@ class RigidSolver:
             value = torch.as_tensor(init, dtype=target.dtype, device=self.device).reshape(-1)
             _select.write(flat, slice(None), sel, value, False, self.n_envs)
         self.state_changed(sel)
+
+    # ---- Warp views for user kernels (views.py) ------------------------------------------------
+    def state_view(self) -> views.StateView:
+        """Positions, velocities, body poses and position controls of every env, as Warp arrays
+        (``views.StateView``; the solver's own memory). Poses are those of the last ``poses()`` or
+        step: call ``poses()`` before a kernel reads them. A kernel that writes ``qpos``/``qvel``
+        flags the envs it wrote with ``views.mark_changed`` (see ``state_changed_by_kernel``)."""
+        if "state" not in self._views:
+            v = views.StateView()
+            d = self.data
+            v.qpos, v.qvel, v.xpos, v.xquat = d.qpos, d.qvel, d.xpos, d.xquat
+            v.ctrl_mode, v.ctrl_position = d.ctrl_mode, d.ctrl_position
+            v.poses_stale = wp.from_torch(self._stale, dtype=wp.bool)
+            none = wp.zeros(0, dtype=wp.int32, device=self.wp_device)
+            v.contacts_fresh = self.contacts.fresh if self.contacts is not None else none
+            self._views["state"] = v
+        return self._views["state"]
+
+    def params_view(self) -> views.ParamsView:
+        """The per-env model parameters as Warp arrays (``views.ParamsView``), for domain
+        randomization inside a kernel; geom friction and sizes exist in scenes with contacts."""
+        if "params" not in self._views:
+            v = views.ParamsView()
+            d = self.data
+            v.dof_kp, v.dof_kv, v.dof_damping = d.dof_kp, d.dof_kv, d.dof_damping
+            v.body_inertial = d.body_inertial
+            if self.contacts is not None:
+                v.geom_friction = self.contacts.friction
+                v.geom_size = wp.from_torch(self.tc["geom_size"], dtype=wp.vec3)
+            else:
+                v.geom_friction = wp.zeros((self.nworld, 0), dtype=wp.float32, device=self.wp_device)
+                v.geom_size = wp.zeros((self.nworld, 0), dtype=wp.vec3, device=self.wp_device)
+            self._views["params"] = v
+        return self._views["params"]
+
+    def contacts_view(self) -> views.ContactsView:
+        """The last substep's contacts as Warp arrays (``views.ContactsView``); an empty view (no
+        slots, zero counts) in a scene without contacts."""
+        if "contacts" not in self._views:
+            v = views.ContactsView()
+            cd = self.contacts
+            if cd is not None:
+                v.count, v.geom, v.normal, v.force = cd.count, cd.slots.geom, cd.slots.normal, cd.force
+            else:
+                n, dev = self.nworld, self.wp_device
+                v.count = wp.zeros(n, dtype=wp.int32, device=dev)
+                v.geom = wp.zeros((n, 0), dtype=wp.vec2i, device=dev)
+                v.normal = wp.zeros((n, 0), dtype=wp.vec3, device=dev)
+                v.force = wp.zeros((n, 0), dtype=wp.vec3, device=dev)
+            v.overflow = wp.from_torch(self._overflow)
+            self._views["contacts"] = v
+        return self._views["contacts"]
+
+    def reset_view(self) -> views.ResetView:
+        """What ``views.reset_env`` restores, and to what (``views.ResetView``)."""
+        if "reset" not in self._views:
+            v = views.ResetView()
+            v.state = self.state_view()
+            for name in self._RESET_FIELDS:
+                setattr(v, f"{name}_init", wp.from_torch(self._init[name][0]))
+            d = self.data
+            v.ctrl_velocity, v.ctrl_force = d.ctrl_velocity, d.ctrl_force
+            v.qfrc_applied, v.qfrc_actuator = d.qfrc_applied, d.qfrc_actuator
+            cd = self.contacts
+            if cd is not None:
+                v.contact_count, v.contact_force, v.contact_rounds = cd.count, cd.force, cd.rounds
+                v.warm_start_geom = cd.lam_geom
+            else:
+                z = lambda dtype, *shape: wp.zeros(shape, dtype=dtype, device=self.wp_device)  # noqa: E731
+                v.contact_count, v.contact_rounds = z(wp.int32, 0), z(wp.int32, 0)
+                v.contact_force, v.warm_start_geom = z(wp.vec3, 0, 0), z(wp.vec2i, 0, 0)
+            v.overflow = wp.from_torch(self._overflow)
+            self._views["reset"] = v
+        return self._views["reset"]
+
+    def state_changed_by_kernel(self) -> None:
+        """A kernel wrote some envs' state and flagged them (``views.mark_changed``,
+        ``views.reset_env``): the next ``poses()`` recomputes their poses and the next step their
+        contacts. Sets host flags only; no device work, no sync."""
+        self._poses_fresh = False
+        if self.contacts is not None:
+            self._contacts_stale = True
 
     def get_error_envs_mask(self) -> torch.Tensor:
         """``([n_envs,])`` bool, True where an env's state is not finite (NaN or inf in qpos or qvel)
