@@ -211,9 +211,17 @@ class RigidSolver:
 
     def poses(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Body positions ``(nworld, nbody, 3)`` and orientations (w, x, y, z) ``(nworld, nbody, 4)``
-        for the current state, recomputed now in the envs whose state changed since the last call."""
+        for the current state, recomputed now in the envs whose state changed since the last call.
+
+        In a scene with contacts whose changed envs' contacts are still to be detected, the step
+        kernel's detection pass does it: it stores those envs' poses as it detects their contacts
+        (the same instructions as the end of a step), so the next step needs no detection launch."""
         if not self._poses_fresh:
-            self._fk_cmd.launch()
+            if self.contacts is not None and self._contacts_stale:
+                self._detect_set.launch()
+                self._contacts_stale = False
+            else:
+                self._fk_cmd.launch()
             self._stale.fill_(False)
             self._poses_fresh = True
         return self.t["xpos"], self.t["xquat"]
