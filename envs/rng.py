@@ -3,8 +3,11 @@
 Draw ``j`` of env ``e`` in stream ``s`` at counter ``c`` is a hash of ``(seed, s, e, c, j)`` (Wellons'
 "lowbias32" integer mix, applied in a chain). The env owns the counters (one per env and stream) and
 advances them only for the envs that drew, so an env's numbers do not depend on when other envs were
-reset, and the same seed gives the same numbers bit for bit, on any device. One Warp kernel launch
-makes a whole ``(num_envs, k)`` block: no host round trip, no per-env Python loop.
+reset, and the same seed gives the same numbers bit for bit, on any device.
+
+Task kernels draw inline: ``stream_key(key, stream, env, counter)`` once per env and purpose, then
+``uniform(h, j)`` for draw ``j``, so noise costs no launch of its own. ``EnvRNG`` makes whole
+``(num_envs, k)`` blocks with the same functions (one launch, no host round trip).
 """
 
 from __future__ import annotations
@@ -14,7 +17,10 @@ import math
 import torch
 import warp as wp
 
-__all__ = ["EnvRNG"]
+__all__ = ["EnvRNG", "stream_key", "uniform", "RESET_STREAM", "STEP_STREAM"]
+
+RESET_STREAM = wp.constant(1)  # the env streams' purposes: a reset's draws (initial state, randomization)
+STEP_STREAM = wp.constant(2)  # a step's draws (observation noise)
 
 
 # The hash's odd multipliers, as uint32 constants: Warp emits them as unsigned literals (``...u``);
@@ -36,20 +42,33 @@ def _mix(x: wp.uint32) -> wp.uint32:
     return x ^ (x >> wp.uint32(16))
 
 
+@wp.func
+def stream_key(key: wp.uint32, stream: int, env: int, counter: int) -> wp.uint32:
+    """The hash of ``(seed key, stream, env, counter)`` that env ``env``'s draws at ``counter`` in
+    ``stream`` start from (``key``: ``EnvRNG.key[0]``)."""
+    h = _mix(key ^ (wp.uint32(stream) * _STREAM))
+    h = _mix(h + wp.uint32(env) * _ENV)
+    return _mix(h ^ wp.uint32(counter))
+
+
+@wp.func
+def uniform(h: wp.uint32, j: int) -> float:
+    """Draw ``j`` (0, 1, ...) of the key ``h`` (``stream_key``): uniform in [0, 1), 24 random bits."""
+    x = _mix(h + wp.uint32(j + 1) * _DRAW)
+    return wp.float32(x >> wp.uint32(8)) * wp.float32(1.0 / 16777216.0)
+
+
 @wp.kernel(enable_backward=False)
 def _uniform_kernel(
     key: wp.array(dtype=wp.uint32),
-    stream: wp.uint32,
+    stream: int,
     counter: wp.array(dtype=wp.int32),
     out: wp.array2d(dtype=wp.float32),
 ):
     e = wp.tid()
-    h = _mix(key[0] ^ (stream * _STREAM))
-    h = _mix(h + wp.uint32(e) * _ENV)
-    h = _mix(h ^ wp.uint32(counter[e]))
+    h = stream_key(key[0], stream, e, counter[e])
     for j in range(out.shape[1]):
-        x = _mix(h + wp.uint32(j + 1) * _DRAW)
-        out[e, j] = wp.float32(x >> wp.uint32(8)) * wp.float32(1.0 / 16777216.0)
+        out[e, j] = uniform(h, j)
 
 
 def _mix_host(x: int) -> int:
@@ -74,13 +93,13 @@ class EnvRNG:
     def __init__(self, num_envs: int, device: torch.device, seed: int = 0):
         self.num_envs, self.device = num_envs, device
         self._wp_device = wp.device_from_torch(device)
-        self._key = wp.zeros(1, dtype=wp.uint32, device=self._wp_device)  # read by the kernel
+        self.key = wp.zeros(1, dtype=wp.uint32, device=self._wp_device)  # (1,) the seed's key, read by kernels
         self.reseed(seed)
 
     def reseed(self, seed: int) -> None:
         """New numbers for every stream (one host-to-device copy of a 32-bit key)."""
         s = int(seed)
-        self._key.assign([_mix_host(_mix_host(s & 0xFFFFFFFF) ^ ((s >> 32) & 0xFFFFFFFF))])
+        self.key.assign([_mix_host(_mix_host(s & 0xFFFFFFFF) ^ ((s >> 32) & 0xFFFFFFFF))])
 
     def stream(self, stream: int, counter: torch.Tensor, k: int) -> _Stream:
         """A recorded draw of ``k`` uniforms per env into a fixed buffer: ``.draw()`` costs one launch
@@ -108,7 +127,7 @@ class _Stream:
         self._cmd = wp.launch(
             _uniform_kernel,
             dim=rng.num_envs,
-            inputs=[rng._key, stream, wp.from_torch(counter, dtype=wp.int32)],
+            inputs=[rng.key, int(stream), wp.from_torch(counter, dtype=wp.int32)],
             outputs=[wp.from_torch(self.out)],
             device=rng._wp_device,
             record_cmd=True,
