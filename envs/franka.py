@@ -17,6 +17,9 @@ With ``gripper`` one more number commands both fingers: ``a = -1`` closed, ``+1`
 
 The end effector is the point ``ee_offset`` in the hand frame (0.1034 m along the hand's z axis:
 between the fingertips, Franka's flange-to-TCP distance).
+
+The commands are computed on the device by ``arm.arm_action_kernel`` (one launch per control step);
+a control step is one ``scene.step()`` of ``decimation * substeps`` substeps of ``dt / substeps``.
 """
 
 from __future__ import annotations
@@ -24,27 +27,30 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 import torch
+import warp as wp
 
 import sim_core as sc
-from sim_core.transforms import quat_conj, quat_mul, quat_rotate
+from sim_core.transforms import quat_rotate
+from sim_core.types import JointType
 
-from .ik import dls_step
-from .vector_env import WarpVectorEnv, masked_assign
+from .arm import EE_DELTA, EE_YAW_DELTA, JOINT_DELTA, N_ARM, ArmModel, ArmState, arm_action_kernel
+from .episode import envs_per_thread
+from .vector_env import WarpVectorEnv
 
 __all__ = ["ArmConfig", "SimConfig", "FrankaArm", "FrankaTaskEnv", "CONTROL_MODES"]
 
 CONTROL_MODES = ("joint_delta", "ee_delta", "ee_yaw_delta")
 ARM_ACTION_DIM = {"joint_delta": 7, "ee_delta": 3, "ee_yaw_delta": 4}
-HAND_DOWN = (0.0, 1.0, 0.0, 0.0)  # the hand pointing down (its z axis along -z), yaw 0
-N_ARM = 7
+_MODE_IDS = {"joint_delta": JOINT_DELTA, "ee_delta": EE_DELTA, "ee_yaw_delta": EE_YAW_DELTA}
 
 
 @dataclass(frozen=True)
 class SimConfig:
     dt: float  # physics step, s
     substeps: int  # integrator substeps per physics step
-    decimation: int  # physics steps per control step
+    decimation: int  # physics steps per control step (one scene.step of decimation * substeps substeps)
     env_spacing: tuple[float, float]  # display grid of the envs, m (never simulated)
 
 
@@ -80,22 +86,57 @@ class FrankaArm:
         self.action_dim = ARM_ACTION_DIM[control_mode] + int(cfg.gripper)
 
     def on_build(self, num_envs: int) -> None:
-        """Cache device constants once the scene is built."""
-        e, dev = self.entity, self.scene.sim.rigid_solver.device
+        """Device constants (``self.model``) and per-env controller state (``self.state``) once the
+        scene is built."""
+        e, solver, cfg = self.entity, self.scene.sim.rigid_solver, self.cfg
+        dev = solver.device
         self.hand = e.get_link("hand")
-        self.arm_dofs = range(N_ARM)  # dofs_idx_local as a range: the API's cheapest selection
-        m = self.scene.sim.rigid_solver.model
-        ranges = torch.as_tensor(m.jnt_range[[j.idx for j in e.joints[:N_ARM]]], dtype=torch.float32)
+        m = solver.model
+        joints = [j.idx for j in e.joints[:N_ARM]]
+        if any(JointType(int(m.jnt_type[j])) != JointType.HINGE for j in joints):
+            raise ValueError("arm: the first 7 joints must be hinges")
+        if not np.array_equal(solver.dof_qposadr()[e.dof_start : e.dof_start + 9], e.q_start + np.arange(9)):
+            raise ValueError("arm: expected 9 dofs (7 hinges, 2 finger slides) with one position each")
+        ranges = torch.as_tensor(m.jnt_range[joints], dtype=torch.float32)
         self.q_low, self.q_high = ranges[:, 0].to(dev), ranges[:, 1].to(dev)
-        self.default_q = torch.tensor(self.cfg.default_joint_pos, dtype=torch.float32, device=dev)
-        self.ee_offset = torch.tensor(self.cfg.ee_offset, dtype=torch.float32, device=dev)
-        self.fingers = torch.full((num_envs, 2), self.cfg.finger_pos, device=dev)
-        self.joint_targets = self.default_q.repeat(num_envs, 1)  # (num_envs, 7) arm position targets
+        self.default_q = torch.tensor(cfg.default_joint_pos, dtype=torch.float32, device=dev)
+        self.ee_offset = torch.tensor(cfg.ee_offset, dtype=torch.float32, device=dev)
+        as_wp = lambda a, dtype: wp.array(np.asarray(a), dtype=dtype, device=solver.wp_device)  # noqa: E731
+        k = ArmModel()
+        k.q0, k.d0, k.hand, k.ee_offset = e.q_start, e.dof_start, self.hand.idx, wp.vec3(*cfg.ee_offset)
+        k.joint_body = as_wp(m.jnt_bodyid[joints], wp.int32)
+        k.joint_axis = as_wp(m.jnt_axis[joints], wp.vec3)
+        k.joint_anchor = as_wp(m.jnt_pos[joints], wp.vec3)
+        k.q_low, k.q_high, k.default_q = (wp.from_torch(t) for t in (self.q_low, self.q_high, self.default_q))
+        k.finger_pos, k.init_joint_noise = cfg.finger_pos, cfg.init_joint_noise
+        k.mode, k.gripper = _MODE_IDS[self.control_mode], int(cfg.gripper)
+        k.joint_delta_scale, k.ee_delta_scale = cfg.joint_delta_scale, cfg.ee_delta_scale
+        k.yaw_delta_scale, k.rot_gain, k.ik_damping = cfg.yaw_delta_scale, cfg.rot_gain, cfg.ik_damping
+        k.ee_z_min = -np.inf if cfg.ee_z_min is None else cfg.ee_z_min
+        self.model = k
+        # per-env controller state, updated in place by the kernels
+        self.joint_targets = self.default_q.repeat(num_envs, 1)  # (num_envs, 7) arm position targets, rad
         self.yaw_target = torch.zeros(num_envs, device=dev)  # (num_envs,) ee_yaw_delta's hand yaw, rad
-        self._down = torch.tensor(HAND_DOWN, device=dev)
-        self._targets = torch.zeros(num_envs, N_ARM + 2, device=dev)  # arm and finger targets together
+        self.last_action = torch.zeros(num_envs, self.action_dim, device=dev)  # (num_envs, action_dim)
+        self.prev_action = torch.zeros_like(self.last_action)
+        st = ArmState()
+        st.joint_targets, st.yaw_target = wp.from_torch(self.joint_targets), wp.from_torch(self.yaw_target)
+        st.last_action, st.prev_action = wp.from_torch(self.last_action), wp.from_torch(self.prev_action)
+        self.state = st
 
-    # ---- state ----------------------------------------------------------------------------------
+    def record_action(self, action: torch.Tensor) -> wp.Launch:
+        """The recorded launch of the action kernel reading ``action`` ``(num_envs, action_dim)``."""
+        solver = self.scene.sim.rigid_solver
+        per_thread = envs_per_thread(solver.wp_device)
+        return wp.launch(
+            arm_action_kernel,
+            dim=-(-action.shape[0] // per_thread),
+            inputs=[per_thread, self.model, wp.from_torch(action), solver.state_view(), self.state],
+            device=solver.wp_device,
+            record_cmd=True,
+        )
+
+    # ---- state, for host-side inspection and controllers ------------------------------------------
     def ee_pos(self) -> torch.Tensor:
         """(num_envs, 3) end-effector point in the env's frame (the arm's base is the origin), m."""
         return self.hand.get_pos() + quat_rotate(self.hand.get_quat(), self.ee_offset)
@@ -103,62 +144,6 @@ class FrankaArm:
     def ee_jacobian(self) -> torch.Tensor:
         """(num_envs, 6, nv) Jacobian of the end effector (linear rows, then angular), world frame."""
         return self.entity.get_jacobian(self.hand, self.ee_offset)
-
-    # ---- control ----------------------------------------------------------------------------------
-    def apply(self, action: torch.Tensor, jac: torch.Tensor | None = None) -> None:
-        """Move the arm's position targets by ``action (num_envs, action_dim)`` in [-1, 1]; ``jac``:
-        the end effector's Jacobian ``(num_envs, 6, nv)`` at the current state if already known."""
-        cfg = self.cfg
-        if self.control_mode == "joint_delta":
-            delta = cfg.joint_delta_scale * action[:, :N_ARM]
-        elif self.control_mode == "ee_delta":
-            jac = self.ee_jacobian() if jac is None else jac
-            delta = dls_step(jac[:, :3, :N_ARM], self._ee_move(action, jac), cfg.ik_damping)
-        else:
-            self.yaw_target.add_(cfg.yaw_delta_scale * action[:, 3]).clamp_(-torch.pi / 2, torch.pi / 2)
-            half = 0.5 * self.yaw_target
-            yaw = torch.stack([half.cos(), 0.0 * half, 0.0 * half, half.sin()], 1)
-            err = quat_mul(quat_mul(yaw, self._down), quat_conj(self.hand.get_quat()))
-            rot = 2.0 * cfg.rot_gain * err[:, 1:] * torch.sign(err[:, :1])  # small-angle rotation vector
-            jac = self.ee_jacobian() if jac is None else jac
-            dx = torch.cat([self._ee_move(action, jac), rot], 1)
-            delta = dls_step(jac[:, :, :N_ARM], dx, cfg.ik_damping)
-        torch.clamp(self.joint_targets + delta, self.q_low, self.q_high, out=self.joint_targets)
-        if not cfg.gripper:
-            self.entity.control_dofs_position(self.joint_targets, self.arm_dofs, unsafe=True)
-            return
-        self.fingers.copy_((0.5 * cfg.finger_pos * (action[:, -1:] + 1.0)).expand(-1, 2))
-        torch.cat([self.joint_targets, self.fingers], 1, out=self._targets)
-        self.entity.control_dofs_position(self._targets, unsafe=True)
-
-    def _ee_move(self, action: torch.Tensor, jac: torch.Tensor) -> torch.Tensor:
-        """(num_envs, 3) end-effector displacement of ``action``, kept from taking the end effector's
-        target below ``ee_z_min``. The target is the end effector's position plus the joint targets'
-        lead over the joints (through ``jac``): where the PD targets put it (without ``gravcomp`` the
-        hand sags below it under its weight, about a centimetre low over the floor). The tasks set it
-        so the hand reaches the cube's centre but does not press into the floor, which is never
-        useful and makes contacts, the costliest part of a step."""
-        move = self.cfg.ee_delta_scale * action[:, :3]
-        if self.cfg.ee_z_min is None:
-            return move
-        lead = self.joint_targets - self.entity.get_dofs_position(self.arm_dofs)
-        target_z = self.ee_pos()[:, 2] + (jac[:, 2, :N_ARM] * lead).sum(1)
-        dz = torch.maximum(move[:, 2], self.cfg.ee_z_min - target_z)
-        return torch.cat([move[:, :2], dz[:, None]], 1)
-
-    def reset(self, mask: torch.Tensor, noise: torch.Tensor) -> None:
-        """Restart the masked envs at the default pose plus ``init_joint_noise * (2 noise - 1)``,
-        at rest, targets on the new pose, fingers open. ``noise``: ``(num_envs, 7)`` uniform [0, 1).
-
-        Writes the joint positions, velocities and position targets: everything of the arm's state
-        a task changes (the tasks drive every dof in position mode and apply no external forces)."""
-        q = self.default_q + self.cfg.init_joint_noise * (2.0 * noise - 1.0)
-        q = torch.clamp(q, self.q_low, self.q_high)
-        q_all = torch.cat([q, torch.full_like(self.fingers, self.cfg.finger_pos)], dim=1)
-        self.entity.set_dofs_position(q_all, envs_idx=mask, unsafe=True)
-        self.entity.control_dofs_position(q_all, envs_idx=mask, unsafe=True)
-        masked_assign(self.joint_targets, mask, q)
-        masked_assign(self.yaw_target, mask, 0.0)
 
 
 class FrankaTaskEnv(WarpVectorEnv):
@@ -171,9 +156,14 @@ class FrankaTaskEnv(WarpVectorEnv):
     def __init__(self, cfg: Any, num_envs: int, *, render_mode, render_envs_idx, **env_kw: Any):
         super().__init__(num_envs, max_episode_steps=cfg.max_episode_steps, **env_kw)
         self.cfg = cfg
-        self._set_render(render_mode, render_envs_idx, cfg.render, cfg.sim.dt * cfg.sim.decimation)
+        sim = cfg.sim
+        if int(sim.decimation) != sim.decimation or sim.decimation < 1:
+            raise ValueError(f"env.sim.decimation: expected an integer >= 1, got {sim.decimation!r}")
+        control_dt = sim.dt * sim.decimation
+        self._set_render(render_mode, render_envs_idx, cfg.render, control_dt)
+        # a control step is one scene step: its decimation physics steps as substeps (one launch)
         self.scene = sc.Scene(
-            sim_options=sc.SimOptions(dt=cfg.sim.dt, substeps=cfg.sim.substeps),
+            sim_options=sc.SimOptions(dt=control_dt, substeps=sim.substeps * sim.decimation),
             profiling_options=sc.ProfilingOptions(show_FPS=False),
         )
         self.arm = FrankaArm(self.scene, cfg.arm, cfg.control_mode)
@@ -187,14 +177,12 @@ class FrankaTaskEnv(WarpVectorEnv):
     def build_scene(self) -> None:
         self.scene.build(n_envs=self.num_envs, env_spacing=self.cfg.sim.env_spacing)
         self.arm.on_build(self.num_envs)
+        self.last_action = self.arm.last_action  # (num_envs, action_dim): the observation's last action
+        self._act = None  # the action kernel's launch, recorded on first use
 
-    def _apply_action(self, action: torch.Tensor) -> None:
-        self._prev_action.copy_(self.last_action)
-        self.last_action.copy_(action)
-        self.arm.apply(action, self._jac_hint())
-        for _ in range(self.cfg.sim.decimation):
-            self.scene.step()
-
-    def _jac_hint(self) -> torch.Tensor | None:
-        """The end effector's Jacobian at the current state if the task already has it."""
-        return None
+    def _apply_action(self) -> None:
+        if self._act is None:
+            self._act = self.arm.record_action(self._action)
+        self.scene.sim.rigid_solver.poses()  # the IK reads the poses (no launch unless a state was set)
+        self._act.launch()
+        self.scene.step()

@@ -49,30 +49,30 @@ goal, at its height.
 Domain randomization (``[env.randomization]``), drawn per env at every reset through per-env model
 parameters: cube mass, edge length and friction, joint damping (scale of the model's), PD gains
 (scale of the model's kp and kv). Observation noise per step: ``[env.obs_noise]``.
+
+``cube_kernels.py`` computes all of it per env on the device (the rewards' forms: ``lift_reward``,
+``push_reward``).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 import torch
+import warp as wp
 from gymnasium.vector import AutoresetMode
 
 import sim_core as sc
-from sim_core.transforms import quat_to_mat
 
+from .arm import N_ARM
 from .config import config_path, from_dict, merge, read_toml
-from .franka import N_ARM, ArmConfig, FrankaTaskEnv, SimConfig
+from .cube_kernels import LIFT, OBS_DIM, PUSH, CubeTask, cube_kernel, cube_rewards_kernel
+from .franka import ArmConfig, FrankaTaskEnv, SimConfig
 from .render import Marker, RenderConfig
-from .vector_env import masked_assign
 
 __all__ = ["FrankaLiftEnv", "FrankaPushEnv", "CubeTaskConfig", "OBS_DIM"]
-
-OBS_DIM = 49  # without the last action
-GRASP_FORCE = 0.5  # N: a finger pad squeezes the cube at least this hard along the closing direction
-GRASP_ANGLE = math.radians(60.0)  # ... and its force on the cube is within this of that direction
 
 
 @dataclass(frozen=True)
@@ -142,16 +142,13 @@ def load_cube_config(config: str, overrides: dict[str, Any] | None = None) -> Cu
     return from_dict(CubeTaskConfig, merge(read_toml(config_path(config)).get("env", {}), overrides), "env")
 
 
-def _closeness(d: torch.Tensor, std: float) -> torch.Tensor:
-    """``t(d, std) = 1 - tanh(d / std)``: 1 at distance 0, falling off over ``std``."""
-    return 1.0 - torch.tanh(d / std)
-
-
 class _CubeTaskEnv(FrankaTaskEnv):
     """The arm, a free cube and a goal; the tasks differ in goals, rewards and success."""
 
     step_noise_dim = 2 * N_ARM + 3
+    reset_noise_dim = N_ARM + 3 + 3 + 5  # arm, cube xy and yaw, goal, randomization
     default_config: str = ""
+    task: int = LIFT
 
     def __init__(
         self,
@@ -181,7 +178,6 @@ class _CubeTaskEnv(FrankaTaskEnv):
             render_mode=render_mode,
             render_envs_idx=render_envs_idx,
         )
-        self.reset_noise_dim = N_ARM + 3 + 3 + 5  # arm, cube xy + yaw, goal, randomization
         c = cfg.cube
         x0 = 0.5 * (c.spawn_low[0] + c.spawn_high[0])
         self.cube = self.scene.add_entity(
@@ -193,147 +189,80 @@ class _CubeTaskEnv(FrankaTaskEnv):
         e = self.arm.entity
         self._kp0, self._kv0 = e.get_dofs_kp()[0].clone(), e.get_dofs_kv()[0].clone()
         self._damping0 = e.get_dofs_damping()[0].clone()
-        solver = self.scene.sim.rigid_solver
-        body = torch.as_tensor(solver.model.mjmodel.geom_bodyid, device=dev)
-        self._fingers = [e.get_link("left_finger"), e.get_link("right_finger")]
-        self._pad_geoms = [torch.nonzero(body == f.idx).reshape(-1) for f in self._fingers]
-        self._cube_geom = self.cube.geoms_idx[0]
-        self._spawn_low = torch.tensor(c.spawn_low, device=dev)
-        self._spawn_span = torch.tensor(c.spawn_high, device=dev) - self._spawn_low
-        self._goal_low = torch.tensor(cfg.goal_low, device=dev)
-        self._goal_span = torch.tensor(cfg.goal_high, device=dev) - self._goal_low
-        self._ws_low = torch.tensor(cfg.workspace_low, device=dev)
-        self._ws_high = torch.tensor(cfg.workspace_high, device=dev)
-        # per-env episode state, updated in place
+        # per-env episode state, updated in place by the kernel
         self.goal_pos = torch.zeros(n, 3, device=dev)  # (num_envs, 3) m
         self.cube_size = torch.full((n,), c.size, device=dev)  # (num_envs,) edge length this episode, m
         self.hold = torch.zeros(n, dtype=torch.int32, device=dev)  # lift: consecutive steps above the goal
-        self.last_action = torch.zeros(n, self.arm.action_dim, device=dev)
-        self._prev_action = torch.zeros_like(self.last_action)
         self._set_spaces(OBS_DIM + self.arm.action_dim, self.arm.action_dim)
-        self._state: dict[str, torch.Tensor] = {}  # reward terms of the last observation
-        self._jac: torch.Tensor | None = None  # end-effector Jacobian at the last observation
+        self._task = self._make_task(cfg)
 
-    # ---- episode start ----------------------------------------------------------------------------
-    def _reset_envs(self, mask: torch.Tensor, noise: torch.Tensor) -> None:
-        cfg, n = self.cfg, self.num_envs
-        self.arm.reset(mask, noise[:, :N_ARM])
-        u = noise[:, N_ARM:]
-        r = cfg.randomization
-        dr = [lo + (hi - lo) * u[:, 6 + k] for k, (lo, hi) in enumerate(_dr_ranges(r))]
-        mass, size, friction, damping, gains = dr
-        e = self.arm.entity
-        self.cube.set_mass(mass, envs_idx=mask, unsafe=True)
-        self.cube.set_size(size[:, None].expand(n, 3), envs_idx=mask, unsafe=True)
-        self.cube.set_friction(friction, envs_idx=mask, unsafe=True)
-        e.set_dofs_damping(self._damping0 * damping[:, None], envs_idx=mask, unsafe=True)
-        e.set_dofs_kp(self._kp0 * gains[:, None], envs_idx=mask, unsafe=True)
-        e.set_dofs_kv(self._kv0 * gains[:, None], envs_idx=mask, unsafe=True)
-        masked_assign(self.cube_size, mask, size)
-        xy = self._spawn_low + self._spawn_span * u[:, :2]
-        pos = torch.cat([xy, 0.5 * size[:, None] + 1e-4], 1)
-        half_yaw = 0.5 * self.cfg.cube.yaw_range * (2.0 * u[:, 2] - 1.0)
-        zero = torch.zeros_like(half_yaw)
-        self.cube.set_pos(pos, envs_idx=mask, unsafe=True)
-        self.cube.set_quat(
-            torch.stack([half_yaw.cos(), zero, zero, half_yaw.sin()], 1), envs_idx=mask, unsafe=True
-        )
-        g = self._goal_low + self._goal_span * u[:, 3:6]
-        masked_assign(self.goal_pos, mask, self._goal(pos, g))
-        masked_assign(self.hold, mask, 0)
-        masked_assign(self.last_action, mask, 0.0)
-        masked_assign(self._prev_action, mask, 0.0)
-
-    def _goal(self, cube_pos: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
-        """(num_envs, 3) goal points for cubes starting at ``cube_pos``, from ``draw`` in the goal box."""
-        raise NotImplementedError
-
-    # ---- step ---------------------------------------------------------------------------------------
-    def _jac_hint(self) -> torch.Tensor | None:
-        return self._jac  # the last observation's: the state has not changed since
-
-    def _observe(self, noise: torch.Tensor) -> torch.Tensor:
-        cfg, arm, e = self.cfg, self.arm, self.arm.entity
-        q, qd = e.get_dofs_position(), e.get_dofs_velocity()
+    def _make_task(self, cfg: CubeTaskConfig) -> CubeTask:
+        """The kernel's constants from the config and the built scene."""
+        solver, e, c, r = self.scene.sim.rigid_solver, self.arm.entity, cfg.cube, cfg.randomization
+        free = self.cube.joints[0]
+        k = CubeTask()
+        k.task, k.q0, k.d0 = self.task, free.qs_idx[0], free.dofs_idx[0]
+        k.geom, k.slot = self.cube.geoms_idx[0], self.cube.inertial_slot
+        fingers = [e.get_link("left_finger").idx, e.get_link("right_finger").idx]
+        k.left_finger, k.right_finger = fingers
+        geom_body = solver.model.mjmodel.geom_bodyid
+        pad = np.array([fingers.index(b) if b in fingers else -1 for b in geom_body], dtype=np.int32)
+        k.pad_finger = wp.array(pad, dtype=wp.int32, device=solver.wp_device)
+        k.built_mass = float(solver.model.body_mass[self.cube.links[0].idx])
+        k.built_size = c.size
+        k.spawn_low, k.spawn_span = wp.vec2(*c.spawn_low), wp.vec2(*np.subtract(c.spawn_high, c.spawn_low))
+        k.yaw_range = c.yaw_range
+        k.goal_low, k.goal_span = wp.vec3(*cfg.goal_low), wp.vec3(*np.subtract(cfg.goal_high, cfg.goal_low))
+        k.ws_low, k.ws_high = wp.vec2(*cfg.workspace_low), wp.vec2(*cfg.workspace_high)
+        k.mass_range, k.size_range, k.friction_range = (wp.vec2(*x) for x in _dr_ranges(r)[:3])
+        k.damping_range, k.gain_range = (wp.vec2(*x) for x in _dr_ranges(r)[3:])
+        k.kp0, k.kv0, k.damping0 = (wp.from_torch(t) for t in (self._kp0, self._kv0, self._damping0))
         nz = cfg.obs_noise
-        joint_pos = q[:, :N_ARM] - arm.default_q + nz.joint_pos * (2.0 * noise[:, :N_ARM] - 1.0)
-        joint_vel = qd[:, :N_ARM] + nz.joint_vel * (2.0 * noise[:, N_ARM : 2 * N_ARM] - 1.0)
-        ee = arm.ee_pos()
-        self._jac = arm.ee_jacobian()  # (n, 6, nv), also for the next action
-        ee_vel = (self._jac[:, :3] @ qd[:, :, None])[..., 0]
-        hand_rot = quat_to_mat(arm.hand.get_quat())
-        cube_pos, cube_rot = self.cube.get_pos(), quat_to_mat(self.cube.get_quat())
-        cube_obs = cube_pos + nz.cube_pos * (2.0 * noise[:, 2 * N_ARM :] - 1.0)
-        obs = torch.cat(
-            [
-                joint_pos,
-                joint_vel,
-                q[:, N_ARM:],
-                ee,
-                hand_rot[..., 0],
-                hand_rot[..., 2],
-                cube_obs,
-                cube_rot[..., 0],
-                cube_rot[..., 2],
-                cube_obs - ee,
-                self.cube.get_vel() - ee_vel,
-                self.cube.get_ang(),
-                self.goal_pos,
-                self.goal_pos - cube_obs,
-                self.last_action,
-            ],
-            1,
-        )
-        self._state = {
-            "ee": ee,
-            "cube_pos": cube_pos,
-            "cube_size": self.cube_size,
-            "goal": self.goal_pos,
-            "grasped": self._grasped(),
-            "action_rate": (self.last_action - self._prev_action).square().sum(1),
-            "joint_vel_sq": qd[:, :N_ARM].square().sum(1),
-        }
-        return obs
+        k.noise_joint_pos, k.noise_joint_vel, k.noise_cube_pos = nz.joint_pos, nz.joint_vel, nz.cube_pos
+        w = cfg.reward
+        for name in ("reach", "reach_std", "grasp", "lift", "lift_margin", "push", "push_std", "lifted"):
+            setattr(k, name, getattr(w, name))
+        k.success_bonus, k.action_rate, k.joint_vel = w.success_bonus, w.action_rate, w.joint_vel
+        k.hold_steps, k.goal_radius = cfg.hold_steps, cfg.goal_radius
+        return k
 
-    def _grasped(self) -> torch.Tensor:
-        """(num_envs,) bool: each finger pad squeezes the cube toward the other finger (last
-        substep's contact forces): the pad's summed force on the cube is at least ``GRASP_FORCE``
-        along the closing direction and within ``GRASP_ANGLE`` of it. Pads pressing on the cube's top
-        face (a closed hand pushing down on it) do not count."""
-        tc = self.scene.sim.rigid_solver.tc
-        geom, fn = tc["geom"], tc["force"][..., 0]  # (n, C, 2); (n, C) normal force on geom2, N
-        valid = torch.arange(geom.shape[1], device=self.device)[None, :] < tc["count"][:, None]
-        # +1 / -1: the cube is geom2 / geom1 (the normal points from geom1 to geom2), 0: not in it
-        side = (geom[..., 1] == self._cube_geom).float() - (geom[..., 0] == self._cube_geom).float()
-        on_cube = (valid * side * fn)[..., None] * tc["normal"]  # (n, C, 3) force on the cube, N
-        closing = self._fingers[1].get_pos() - self._fingers[0].get_pos()  # left to right finger
-        closing = closing / closing.norm(dim=1, keepdim=True).clamp_min(1e-6)
-        grasped = torch.ones(self.num_envs, dtype=torch.bool, device=self.device)
-        for pad, sign in zip(self._pad_geoms, (1.0, -1.0), strict=True):
-            force = (on_cube * torch.isin(geom, pad).any(-1)[..., None]).sum(1)  # (n, 3) from this pad
-            along = sign * (force * closing).sum(1)
-            grasped &= (along >= GRASP_FORCE) & (along >= math.cos(GRASP_ANGLE) * force.norm(dim=1))
-        return grasped
+    def _task_pass(self, phase, per_thread, obs_out, out, episodes, noise):
+        solver, arm = self.scene.sim.rigid_solver, self.arm
+        views = [solver.state_view(), solver.contacts_view(), solver.reset_view(), solver.params_view()]
+        episode = [wp.from_torch(self.goal_pos, dtype=wp.vec3), wp.from_torch(self.cube_size)]
+        episode += [wp.from_torch(self.hold), episodes]
+        inputs = [phase, per_thread, self._task, arm.model, *views, arm.state, *episode, noise, obs_out, out]
+        return cube_kernel, inputs
 
     def rewards(self, s: dict[str, torch.Tensor], hold: torch.Tensor) -> tuple:
-        """``(reward, success, out_of_workspace, info, hold)`` of a step from the state terms ``s``,
-        each ``(num_envs, ...)``: ``ee``, ``cube_pos``, ``goal`` (3, m), ``cube_size`` (m),
+        """``(reward, success, out_of_workspace, info, hold)`` of the task's reward for given state
+        terms ``s``, each ``(n, ...)``: ``ee``, ``cube_pos``, ``goal`` (3, m), ``cube_size`` (m),
         ``grasped`` (bool), ``action_rate``, ``joint_vel_sq``; ``hold`` (int32): consecutive steps
-        above the goal before this one (lift), returned updated. Pure: no env state changes."""
+        above the goal before this one (lift), returned updated. The same ``@wp.func`` as the
+        step's; pure: no env state changes."""
+        n, dev = hold.shape[0], self.device
+        f32 = lambda key: s[key].to(device=dev, dtype=torch.float32).contiguous()  # noqa: E731
+        vec = lambda key: wp.from_torch(f32(key), dtype=wp.vec3)  # noqa: E731
+        out = [torch.empty(n, device=dev), torch.empty(n, dtype=torch.bool, device=dev)]
+        out += [torch.empty(n, dtype=torch.bool, device=dev), torch.empty(n, device=dev)]
+        out += [torch.empty(n, dtype=torch.int32, device=dev)]
+        inputs = [self._task, vec("ee"), vec("cube_pos"), wp.from_torch(f32("cube_size")), vec("goal")]
+        inputs += [wp.from_torch(s["grasped"].to(dev).contiguous(), dtype=wp.bool)]
+        inputs += [wp.from_torch(f32("action_rate")), wp.from_torch(f32("joint_vel_sq"))]
+        inputs += [wp.from_torch(hold.to(device=dev, dtype=torch.int32).contiguous())]
+        outputs = [wp.from_torch(t, dtype=wp.bool) if t.dtype == torch.bool else wp.from_torch(t) for t in out]
+        wp.launch(
+            cube_rewards_kernel,
+            dim=n,
+            inputs=inputs,
+            outputs=outputs,
+            device=self.scene.sim.rigid_solver.wp_device,
+        )
+        reward, success, out_of_workspace, info, hold = out
+        return reward, success, out_of_workspace, self._reward_info(info, s), hold
+
+    def _reward_info(self, info: torch.Tensor, s: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         raise NotImplementedError
-
-    def _out_of_workspace(self, cube_pos: torch.Tensor) -> torch.Tensor:
-        xy = cube_pos[:, :2]
-        return ((xy < self._ws_low) | (xy > self._ws_high)).any(1) | (cube_pos[:, 2] < -0.05)
-
-    def _penalties(self, s: dict[str, torch.Tensor]) -> torch.Tensor:
-        w = self.cfg.reward
-        return w.action_rate * s["action_rate"] + w.joint_vel * s["joint_vel_sq"]
-
-    def _evaluate(self, action: torch.Tensor):
-        reward, success, out, info, hold = self.rewards(self._state, self.hold)
-        self.hold.copy_(hold)
-        return reward, out, success, info
 
     def _render_markers(self) -> list[Marker]:
         return [Marker(self.goal_pos, 0.015, (0.15, 0.75, 0.2, 0.8))]
@@ -343,56 +272,22 @@ class FrankaLiftEnv(_CubeTaskEnv):
     """Batched FrankaLift (see the module docstring); arguments as ``FrankaReachEnv``'s."""
 
     default_config = "franka_lift"
+    task = LIFT
+    info_keys = (("cube_height", float), ("grasped", bool))
 
-    def _goal(self, cube_pos: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
-        return torch.cat([cube_pos[:, :2] + draw[:, :2], draw[:, 2:]], 1)
-
-    def rewards(self, s, hold):
-        w = self.cfg.reward
-        z, rest = s["cube_pos"][:, 2], 0.5 * s["cube_size"]
-        d_reach = (s["cube_pos"] - s["ee"]).norm(dim=1)
-        progress = ((z - rest) / (s["goal"][:, 2] + w.lift_margin - rest)).clamp(0.0, 1.0)
-        hold = torch.where(z >= s["goal"][:, 2], hold + 1, 0).to(torch.int32)
-        success = hold >= self.cfg.hold_steps
-        grasped = s["grasped"].float()
-        reward = (
-            w.reach * _closeness(d_reach, w.reach_std)
-            + w.grasp * grasped
-            + w.lift * grasped * progress
-            + w.success_bonus * success.float()
-            + self._penalties(s)
-        )
-        info = {"cube_height": z - rest, "grasped": s["grasped"]}
-        return reward, success, self._out_of_workspace(s["cube_pos"]), info, hold
+    def _reward_info(self, info, s):
+        return {"cube_height": info, "grasped": s["grasped"]}
 
 
 class FrankaPushEnv(_CubeTaskEnv):
     """Batched FrankaPush (see the module docstring); arguments as ``FrankaReachEnv``'s."""
 
     default_config = "franka_push"
+    task = PUSH
+    info_keys = (("goal_distance", float),)
 
-    def _goal(self, cube_pos: torch.Tensor, draw: torch.Tensor) -> torch.Tensor:
-        return torch.cat([cube_pos[:, :2] + draw[:, :2], cube_pos[:, 2:]], 1)
-
-    def rewards(self, s, hold):
-        w = self.cfg.reward
-        cube, goal = s["cube_pos"], s["goal"]
-        to_goal = goal[:, :2] - cube[:, :2]
-        d_goal = to_goal.norm(dim=1)
-        away = -to_goal / d_goal.clamp_min(1e-6)[:, None]  # behind the cube, seen from the goal
-        behind = cube[:, :2] + (0.5 * s["cube_size"] + 0.02)[:, None] * away
-        d_reach = (torch.cat([behind, cube[:, 2:]], 1) - s["ee"]).norm(dim=1)
-        lifted = cube[:, 2] > 0.5 * s["cube_size"] + 0.01
-        success = (d_goal < self.cfg.goal_radius) & ~lifted
-        reward = (
-            w.reach * _closeness(d_reach, w.reach_std)
-            + w.push * _closeness(d_goal, w.push_std)
-            + w.lifted * lifted.float()
-            + w.success_bonus * success.float()
-            + self._penalties(s)
-        )
-        info = {"goal_distance": d_goal}
-        return reward, success, self._out_of_workspace(cube), info, hold
+    def _reward_info(self, info, s):
+        return {"goal_distance": info}
 
 
 def _dr_ranges(r: RandomizationConfig) -> list[tuple[float, float]]:

@@ -19,6 +19,8 @@ Reward per control step, with weights from ``configs/franka_reach.toml`` (``d``:
       + joint_vel * |qd|^2 + success_bonus * success
 
 Success: ``d < success_threshold``; with ``terminate_on_success`` the episode then terminates.
+
+``reach_kernel`` computes all of it per env on the device (the reward's form: ``reach_reward``).
 """
 
 from __future__ import annotations
@@ -30,10 +32,27 @@ import torch
 import warp as wp
 from gymnasium.vector import AutoresetMode
 
+from sim_core.views import ContactsView, ResetView, StateView, env_error, reset_env
+
+from .arm import N_ARM, ArmModel, ArmState, ee_point, observe_action, observe_joints, penalties, reset_arm
 from .config import config_path, from_dict, merge, read_toml
-from .franka import N_ARM, ArmConfig, FrankaTaskEnv, SimConfig
+from .episode import (
+    F_TASK,
+    PASS_EVALUATE,
+    PASS_OBSERVE,
+    PASS_RESET,
+    PASS_STEP,
+    Episodes,
+    StepOut,
+    begin_episode,
+    clean_row,
+    end_step,
+    step_key,
+    write_terms,
+)
+from .franka import ArmConfig, FrankaTaskEnv, SimConfig
 from .render import Marker, RenderConfig
-from .vector_env import masked_assign
+from .rng import uniform
 
 __all__ = ["FrankaReachEnv", "ReachConfig", "ReachRewardConfig", "ObsNoiseConfig"]
 
@@ -75,61 +94,104 @@ def load_reach_config(config: str = "franka_reach", overrides: dict[str, Any] | 
     return from_dict(ReachConfig, merge(read_toml(path).get("env", {}), overrides), "env")
 
 
-@wp.kernel(enable_backward=False)
-def _reach_kernel(
-    qpos: wp.array2d(dtype=wp.float32),
-    qvel: wp.array2d(dtype=wp.float32),
-    xpos: wp.array2d(dtype=wp.vec3),
-    xquat: wp.array2d(dtype=wp.vec4),
-    q0: int,
-    v0: int,
-    hand: int,
-    ee_offset: wp.vec3,
-    default_q: wp.array(dtype=wp.float32),
-    target: wp.array(dtype=wp.vec3),
-    action: wp.array2d(dtype=wp.float32),
-    prev_action: wp.array2d(dtype=wp.float32),
-    noise: wp.array2d(dtype=wp.float32),
-    noise_q: float,
-    noise_qd: float,
-    w: wp.array(dtype=wp.float32),
-    threshold: float,
-    obs: wp.array2d(dtype=wp.float32),
-    reward: wp.array(dtype=wp.float32),
-    success: wp.array(dtype=wp.bool),
-    distance: wp.array(dtype=wp.float32),
-):
-    """Observation, reward terms and success of one env from the state (layout: module docstring).
+@wp.struct
+class ReachTask:
+    """Reach's constants (from the config)."""
 
-    ``w``: (distance, distance_tanh, tanh_std, action_rate, joint_vel, success_bonus).
-    """
-    e = wp.tid()
-    qh = xquat[e, hand]
-    ee = xpos[e, hand] + wp.quat_rotate(wp.quat(qh[1], qh[2], qh[3], qh[0]), ee_offset)
-    qd2 = float(0.0)
-    for i in range(7):
-        obs[e, i] = qpos[e, q0 + i] - default_q[i] + noise_q * (2.0 * noise[e, i] - 1.0)
-        v = qvel[e, v0 + i]
-        obs[e, 7 + i] = v + noise_qd * (2.0 * noise[e, 7 + i] - 1.0)
-        qd2 += v * v
-    tgt = target[e]
-    for k in range(3):
-        obs[e, 14 + k] = ee[k]
-        obs[e, 17 + k] = tgt[k]
-        obs[e, 20 + k] = tgt[k] - ee[k]
-    rate = float(0.0)
-    for a in range(action.shape[1]):
-        obs[e, 23 + a] = action[e, a]
-        da = action[e, a] - prev_action[e, a]
-        rate += da * da
-    d = wp.length(tgt - ee)
-    ok = d < threshold
-    r = w[0] * d + w[1] * (1.0 - wp.tanh(d / w[2])) + w[3] * rate + w[4] * qd2
-    if ok:
-        r += w[5]
-    reward[e] = r
-    success[e] = ok
-    distance[e] = d
+    distance: float  # reward weights (ReachRewardConfig)
+    distance_tanh: float
+    tanh_std: float  # m
+    action_rate: float
+    joint_vel: float
+    success_bonus: float
+    success_threshold: float  # m
+    terminate_on_success: int
+    target_low: wp.vec3  # target sampling box, m
+    target_span: wp.vec3
+    noise_joint_pos: float  # uniform +- observation noise, rad
+    noise_joint_vel: float  # rad/s
+
+
+@wp.func
+def reach_reward(t: ReachTask, d: float, action_rate: float, joint_vel_sq: float, success: bool) -> float:
+    """The reward of a step (module docstring): ``d`` distance to the target, m; ``action_rate``
+    ``|a - a_prev|^2``; ``joint_vel_sq`` ``|qd|^2``."""
+    r = t.distance * d + t.distance_tanh * (1.0 - wp.tanh(d / t.tanh_std))
+    r += penalties(t.action_rate, t.joint_vel, action_rate, joint_vel_sq)
+    if success:
+        r += t.success_bonus
+    return r
+
+
+@wp.func
+def _reset_reach(
+    t: ReachTask,
+    arm: ArmModel,
+    r: ResetView,
+    st: ArmState,
+    target: wp.array(dtype=wp.vec3),
+    ep: Episodes,
+    e: int,
+):
+    """A new episode in env ``e``: the arm near its default pose, a target drawn in the box (reset
+    draws 7-9)."""
+    reset_env(r, e)
+    h = begin_episode(ep, e)
+    reset_arm(arm, r.state, st, e, h)
+    u = wp.vec3(uniform(h, N_ARM), uniform(h, N_ARM + 1), uniform(h, N_ARM + 2))
+    target[e] = t.target_low + wp.cw_mul(t.target_span, u)
+
+
+@wp.kernel(enable_backward=False)
+def reach_kernel(
+    phase: int,  # PASS_STEP, PASS_OBSERVE, PASS_RESET or PASS_EVALUATE (episode.py)
+    per_thread: int,  # envs per thread (episode.envs_per_thread)
+    # Model:
+    t: ReachTask,
+    arm: ArmModel,
+    # Data in and out:
+    s: StateView,
+    c: ContactsView,
+    r: ResetView,
+    st: ArmState,
+    target: wp.array(dtype=wp.vec3),  # (num_envs,) target positions, m
+    ep: Episodes,
+    # In:
+    given_noise: wp.array2d(dtype=wp.float32),  # (num_envs, 14) uniform draws to use, or (0, 0)
+    # Out:
+    obs_out: wp.array2d(dtype=wp.float32),  # (num_envs, 23 + action_dim)
+    out: StepOut,  # task info row F_TASK: distance, m
+):
+    """One pass of Reach over the envs (``episode.py``): the observation (layout: module docstring),
+    reward, success and distance of the state, the episode's bookkeeping and resets."""
+    e0 = wp.tid() * per_thread
+    for e in range(e0, wp.min(e0 + per_thread, obs_out.shape[0])):
+        if phase == PASS_RESET:
+            if ep.reset_now[e]:
+                _reset_reach(t, arm, r, st, target, ep, e)
+            continue
+        h = step_key(ep, e, phase == PASS_STEP)
+        ee = ee_point(arm, s, e)
+        qd2 = observe_joints(arm, s, e, h, given_noise, t.noise_joint_pos, t.noise_joint_vel, obs_out)
+        tgt = target[e]
+        for k in range(3):
+            obs_out[e, 14 + k] = ee[k]
+            obs_out[e, 17 + k] = tgt[k]
+            obs_out[e, 20 + k] = tgt[k] - ee[k]
+        rate = observe_action(st, e, obs_out, 23)
+        error = env_error(s.qpos, s.qvel, c.overflow, e)
+        clean_row(obs_out, e, error)
+        if phase == PASS_OBSERVE:
+            continue
+        d = wp.length(tgt - ee)
+        success = d < t.success_threshold
+        reward = reach_reward(t, d, rate, qd2, success)
+        terminated = success and t.terminate_on_success != 0
+        out.f[F_TASK, e] = d
+        if phase == PASS_EVALUATE:
+            write_terms(out, e, reward, terminated, success, error)
+        elif end_step(ep, out, e, reward, terminated, success, error):
+            _reset_reach(t, arm, r, st, target, ep, e)
 
 
 class FrankaReachEnv(FrankaTaskEnv):
@@ -145,6 +207,8 @@ class FrankaReachEnv(FrankaTaskEnv):
     """
 
     step_noise_dim = 2 * N_ARM
+    reset_noise_dim = N_ARM + 3
+    info_keys = (("distance", float),)
 
     def __init__(
         self,
@@ -172,80 +236,36 @@ class FrankaReachEnv(FrankaTaskEnv):
             render_mode=render_mode,
             render_envs_idx=render_envs_idx,
         )
-        self.reset_noise_dim = N_ARM + 3
         self.build_scene()
-        dev, n = self.device, self.num_envs
-        self._target_low = torch.tensor(cfg.target_low, dtype=torch.float32, device=dev)
-        self._target_span = torch.tensor(cfg.target_high, dtype=torch.float32, device=dev) - self._target_low
-        # persistent buffers, updated in place (the kernel reads them through fixed Warp views)
-        self.target_pos = torch.zeros(n, 3, device=dev)  # (num_envs, 3) m
-        self.last_action = torch.zeros(n, self.arm.action_dim, device=dev)
-        self._prev_action = torch.zeros_like(self.last_action)
-        w = cfg.reward
-        weights = [w.distance, w.distance_tanh, w.tanh_std, w.action_rate, w.joint_vel, w.success_bonus]
-        self._weights = torch.tensor(weights, dtype=torch.float32, device=dev)
+        self.target_pos = torch.zeros(self.num_envs, 3, device=self.device)  # (num_envs, 3) m, per episode
         self._set_spaces(23 + self.arm.action_dim, self.arm.action_dim)
-        self._eval: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
-        obs_dim = self.single_observation_space.shape[0]
-        self._out = (  # kernel outputs: observation, reward, success, distance
-            torch.empty(n, obs_dim, device=dev),
-            torch.empty(n, device=dev),
-            torch.empty(n, dtype=torch.bool, device=dev),
-            torch.empty(n, device=dev),
-        )
-        self._cmd = self._cmd_noise = None
-        data = self.scene.sim.rigid_solver.data
-        e = self.arm.entity
-        self._kernel_inputs = [
-            data.qpos,
-            data.qvel,
-            data.xpos,
-            data.xquat,
-            e._q_start,
-            e._dof_start,
-            self.arm.hand.idx,
-            wp.vec3(*cfg.arm.ee_offset),
-            wp.from_torch(self.arm.default_q),
-            wp.from_torch(self.target_pos, dtype=wp.vec3),
-            wp.from_torch(self.last_action),
-            wp.from_torch(self._prev_action),
-        ]
-        self._kernel_params = [
-            cfg.obs_noise.joint_pos,
-            cfg.obs_noise.joint_vel,
-            wp.from_torch(self._weights),
-            cfg.success_threshold,
-        ]
+        w, t = cfg.reward, ReachTask()
+        t.distance, t.distance_tanh, t.tanh_std = w.distance, w.distance_tanh, w.tanh_std
+        t.action_rate, t.joint_vel, t.success_bonus = w.action_rate, w.joint_vel, w.success_bonus
+        t.success_threshold, t.terminate_on_success = cfg.success_threshold, int(cfg.terminate_on_success)
+        low = wp.vec3(*cfg.target_low)
+        t.target_low, t.target_span = low, wp.vec3(*cfg.target_high) - low
+        t.noise_joint_pos, t.noise_joint_vel = cfg.obs_noise.joint_pos, cfg.obs_noise.joint_vel
+        self._task = t
 
     def _render_markers(self) -> list[Marker]:
         return [Marker(self.target_pos, 0.02, (0.9, 0.15, 0.15, 0.8))]
 
-    def _reset_envs(self, mask: torch.Tensor, noise: torch.Tensor) -> None:
-        self.arm.reset(mask, noise[:, :N_ARM])
-        masked_assign(self.target_pos, mask, self._target_low + self._target_span * noise[:, N_ARM : N_ARM + 3])
-        masked_assign(self.last_action, mask, 0.0)
-        masked_assign(self._prev_action, mask, 0.0)
-
-    def _observe(self, noise: torch.Tensor) -> torch.Tensor:
-        """One recorded kernel launch computes the observation and the step's reward terms (kept for
-        ``_evaluate``) from the link poses, brought up to date first."""
-        self.scene.sim.rigid_solver.poses()
-        if self._cmd is None or self._cmd_noise is not noise:  # (re)record for this noise buffer
-            self._cmd_noise = noise
-            self._cmd = wp.launch(
-                _reach_kernel,
-                dim=self.num_envs,
-                inputs=[*self._kernel_inputs, wp.from_torch(noise), *self._kernel_params],
-                outputs=[wp.from_torch(t) for t in self._out],
-                device=self.scene.sim.rigid_solver.wp_device,
-                record_cmd=True,
-            )
-        self._cmd.launch()
-        obs, reward, success, distance = (t.clone() for t in self._out)
-        self._eval = (reward, success, distance)
-        return obs
-
-    def _evaluate(self, action: torch.Tensor):
-        reward, success, distance = self._eval
-        terminated = success & self.cfg.terminate_on_success
-        return reward, terminated, success, {"distance": distance}
+    def _task_pass(self, phase, per_thread, obs_out, out, episodes, noise):
+        solver, arm = self.scene.sim.rigid_solver, self.arm
+        target = wp.from_torch(self.target_pos, dtype=wp.vec3)
+        views = [solver.state_view(), solver.contacts_view(), solver.reset_view()]
+        inputs = [
+            phase,
+            per_thread,
+            self._task,
+            arm.model,
+            *views,
+            arm.state,
+            target,
+            episodes,
+            noise,
+            obs_out,
+            out,
+        ]
+        return reach_kernel, inputs

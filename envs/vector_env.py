@@ -2,8 +2,8 @@
 
 Everything the env returns is a torch tensor on the simulator's device (observations and rewards
 float32, terminations and truncations bool, info entries with Gymnasium's ``_key`` masks). Finished
-envs are reset in place through ``envs_idx`` masks, never by rebuilding, and every reset draws fresh
-randomness from per-env streams (``rng.EnvRNG``).
+envs are reset in place on the device, never by rebuilding, and every reset draws fresh randomness
+from per-env streams (``rng``).
 
 Autoreset follows Gymnasium 1.x's ``AutoresetMode`` (https://farama.org/Vector-Autoreset-Mode):
 
@@ -22,8 +22,12 @@ state went non-finite or overflowed its contact budget; it is then truncated and
 Actions outside the action space are clipped to it; actions of the wrong shape,
 device or dtype, or containing NaN/inf, raise ``ValueError``/``TypeError`` before anything changes.
 
-Subclasses build the scene and implement ``_reset_envs``, ``_apply_action``, ``_observe`` and
-``_evaluate`` (see their docstrings).
+Everything per env happens on the device in the task's Warp kernels (``episode.py`` holds the
+bookkeeping they share): a step is the task's action kernel, the physics, the task kernel's step
+pass (observation, reward, episode bookkeeping, resets in place) and its observe pass, with no host
+read, so it can be captured in a CUDA graph. The returned tensors are fresh every call. Subclasses
+build the scene, call ``_set_spaces``, declare ``info_keys`` and implement ``_apply_action`` and
+``_task_pass`` (see their docstrings).
 """
 
 from __future__ import annotations
@@ -33,17 +37,20 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+import warp as wp
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 import sim_core as sc
 
+from . import episode
+from .episode import PASS_EVALUATE, PASS_OBSERVE, PASS_RESET, PASS_STEP, Episodes, StepOut
 from .render import Marker, RenderConfig, SceneRenderer
 from .rng import EnvRNG
 
-__all__ = ["WarpVectorEnv", "resolve_device", "masked_assign"]
+__all__ = ["WarpVectorEnv", "resolve_device"]
 
-_RESET_STREAM, _STEP_STREAM = 1, 2
+_MODES = {AutoresetMode.SAME_STEP: episode.SAME_STEP, AutoresetMode.NEXT_STEP: episode.NEXT_STEP}
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -66,18 +73,6 @@ def resolve_device(device: str | torch.device | None) -> torch.device:
         raise ValueError(f"device: expected 'cpu', 'cuda' or 'cuda:N', got {device!r}")
     sc.init(backend=sc.gpu if dev.type == "cuda" else sc.cpu, device=dev)
     return sc.device
-
-
-def masked_assign(buf: torch.Tensor, mask: torch.Tensor, value: torch.Tensor | float) -> None:
-    """``buf[mask] = value`` in place without a device sync; ``value`` is a scalar, a row
-    broadcastable to ``buf[0]``, or a full ``(num_envs, ...)`` tensor whose masked rows are taken."""
-    full = isinstance(value, torch.Tensor) and value.ndim == buf.ndim and value.shape[0] == buf.shape[0]
-    if buf.device.type == "cpu":  # rows by index: cost follows the rows written
-        idx = torch.nonzero(mask).reshape(-1)
-        buf[idx] = value[idx] if full else value
-    else:
-        m = mask.reshape((-1,) + (1,) * (buf.ndim - 1))
-        buf.copy_(torch.where(m, value, buf))
 
 
 def _same_device(a: torch.device, b: torch.device) -> bool:
@@ -129,47 +124,60 @@ class WarpVectorEnv(gym.vector.VectorEnv):
             seed = int(np.random.SeedSequence().entropy % (2**62))
         self.rng = EnvRNG(self.num_envs, self.device, seed)
         n, dev = self.num_envs, self.device
+        # per-env episode state, read and written by the task kernel (episode.Episodes)
         self.episode_length = torch.zeros(n, dtype=torch.int32, device=dev)  # control steps so far
         self.episode_return = torch.zeros(n, dtype=torch.float32, device=dev)
         self.episode_success_once = torch.zeros(n, dtype=torch.bool, device=dev)
         self._reset_count = torch.zeros(n, dtype=torch.int32, device=dev)  # counter of the reset stream
         self._step_count = torch.zeros(n, dtype=torch.int32, device=dev)  # counter of the step stream
         self._pending = torch.zeros(n, dtype=torch.bool, device=dev)  # finished, not yet reset
-        self._forced = torch.zeros(n, dtype=torch.int8, device=dev)  # 1: terminate, 2: truncate next step
+        self._forced = torch.zeros(n, dtype=torch.int32, device=dev)  # 1: terminate, 2: truncate next step
+        self._reset_now = torch.zeros(n, dtype=torch.bool, device=dev)  # reset by the last pass
         self._all = torch.ones(n, dtype=torch.bool, device=dev)
-        self._none = torch.zeros(n, dtype=torch.bool, device=dev)
-        self._obs: torch.Tensor | None = None
-        self._reset_draws = self._step_draws = None  # recorded on first use (sizes set by the task)
+        self._obs: torch.Tensor | None = None  # the observation last returned
+        self._passes: dict[int, wp.Launch] | None = None  # the task kernel's passes, recorded on first use
 
     def _set_spaces(self, obs_dim: int, act_dim: int) -> None:
-        """Box observation (unbounded) and action ([-1, 1]) spaces, float32, single and batched."""
+        """Box observation (unbounded) and action ([-1, 1]) spaces, float32, single and batched, and the
+        buffers the kernels read actions from and write their outputs to."""
         self.single_observation_space = gym.spaces.Box(-np.inf, np.inf, (obs_dim,), np.float32)
         self.single_action_space = gym.spaces.Box(-1.0, 1.0, (act_dim,), np.float32)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
+        n, dev = self.num_envs, self.device
+        self._action = torch.zeros(n, act_dim, device=dev)  # the step's actions as given, float32
+        # what the passes write (StepOut and observations): the step's, and the observe pass's
+        nf = len(episode.F_ROWS) + sum(kind is float for _, kind in self.info_keys)
+        nb = len(episode.B_ROWS) + sum(kind is bool for _, kind in self.info_keys)
+        self._out = {
+            name: {
+                "f": torch.zeros(nf, n, device=dev),
+                "b": torch.zeros(nb, n, dtype=torch.bool, device=dev),
+                "length": torch.zeros(n, dtype=torch.int32, device=dev),
+                "obs": torch.zeros(n, obs_dim, device=dev),
+            }
+            for name in ("step", "observe")
+        }
 
     # ---- what a task implements ------------------------------------------------------------------
-    def _reset_envs(self, mask: torch.Tensor, noise: torch.Tensor) -> None:
-        """Re-randomize the envs where ``mask (num_envs,)`` is True, through ``envs_idx=mask``.
-
-        ``noise`` is ``(num_envs, reset_noise_dim)`` uniform [0, 1) draws of each env's reset stream.
-        """
-        raise NotImplementedError
-
-    reset_noise_dim = 0  # uniform numbers a reset draws per env
+    info_keys: tuple[tuple[str, type], ...] = ()  # the task's step info keys and kinds (float or bool),
+    # in order; its kernel writes them to StepOut rows F_TASK... and B_TASK...
+    reset_noise_dim = 0  # uniform numbers a reset draws per env (reset stream)
     step_noise_dim = 0  # uniform numbers an observation draws per env (observation noise)
 
-    def _apply_action(self, action: torch.Tensor) -> None:
-        """Turn clipped actions ``(num_envs, act_dim)`` into controls and advance the physics."""
+    def _apply_action(self) -> None:
+        """Turn ``self._action`` ``(num_envs, act_dim)`` (the actions as given: the kernel clips them to
+        [-1, 1]) into controls and advance the physics by one control step, without host reads."""
         raise NotImplementedError
 
-    def _observe(self, noise: torch.Tensor) -> torch.Tensor:
-        """Observations ``(num_envs, obs_dim)`` float32 of the current state; ``noise`` as in reset."""
-        raise NotImplementedError
-
-    def _evaluate(self, action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict]:
-        """``(reward, terminated, success, info)`` after a step: ``(num_envs,)`` float32, bool, bool, and a
-        dict of ``(num_envs, ...)`` tensors (step info)."""
+    def _task_pass(
+        self, phase: int, per_thread: int, obs_out: wp.array, out: StepOut, episodes: Episodes, noise: wp.array
+    ) -> tuple[wp.Kernel, list]:
+        """The task kernel and its inputs for one pass (``episode.PASS_*``), launched over
+        ``ceil(num_envs / per_thread)`` threads of ``per_thread`` envs each: ``obs_out``
+        ``(num_envs, obs_dim)`` receives the observation, ``out`` the outputs, ``episodes`` is the
+        episode state; ``noise`` ``(num_envs, step_noise_dim)`` uniform draws to use instead of the
+        step stream's, or ``(0, 0)``. Passes read the poses (current when the pass runs)."""
         raise NotImplementedError
 
     # ---- Gymnasium API ------------------------------------------------------------------------
@@ -177,7 +185,8 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         """Reset every env, or with ``options={"reset_mask": mask}`` only the masked ones.
 
         ``seed`` reseeds every env's streams (and the counters), so everything that follows repeats.
-        Returns ``(obs, infos)``; ``infos`` is empty.
+        Returns ``(obs, infos)``; ``infos`` is empty. The other envs' observations are the ones last
+        returned.
         """
         options = dict(options or {})
         mask = options.pop("reset_mask", None)
@@ -187,72 +196,24 @@ class WarpVectorEnv(gym.vector.VectorEnv):
             self.rng.reseed(seed)
             self._reset_count.zero_()
             self._step_count.zero_()
-        if mask is None:
-            mask = self._all
-        else:
-            mask = self._check_mask(mask)
+        mask = self._all if mask is None else self._check_mask(mask)
         self._reset_masked(mask)
-        self._pending &= ~mask
-        self._forced.masked_fill_(mask, 0)
-        obs = self._observe(self._step_noise())
-        self._obs = obs if self._obs is None else torch.where(mask[:, None], obs, self._obs)
-        return self._obs, {}
+        obs = self._observe(None)
+        if self._obs is not None and mask is not self._all:
+            obs = torch.where(mask[:, None], obs, self._obs)
+        self._obs = obs
+        return obs, {}
 
     def step(self, actions):
         """Advance every env by one control step; see the module docstring for autoreset."""
-        action = self._check_action(actions)
-        pending = self._pending if self.autoreset_mode == AutoresetMode.NEXT_STEP else self._none
-        self._apply_action(action)
-        self._step_count += 1
-        noise = self._step_noise()  # one draw per step, also for the observation after a reset
-        obs = self._observe(noise)
-        reward, terminated, success, step_info = self._evaluate(action)
-        error = self.scene.sim.rigid_solver.get_error_envs_mask()
-        if self._may_have(error):  # a blown-up env must not poison the batch: zeros, and truncated
-            obs = torch.where(error[:, None], 0.0, torch.nan_to_num(obs, nan=0.0, posinf=0.0, neginf=0.0))
-            reward = torch.where(error, 0.0, torch.nan_to_num(reward))
-        terminated = (terminated & ~error) | (self._forced == 1)
-        self.episode_length += 1
-        truncated = (self.episode_length >= self.max_episode_steps) | error | (self._forced == 2)
-        truncated &= ~terminated
-        self._forced.zero_()
-        self.episode_return += reward
-        self.episode_success_once |= success
-        active = ~pending
-        terminated &= active
-        truncated &= active
-        done = terminated | truncated
-        step_info = {**step_info, "success": success, "sim_error": error}
-        infos: dict[str, Any] = {
-            "episode": {
-                "r": self.episode_return.clone(),
-                "l": self.episode_length.clone(),
-                "success": success.clone(),
-                "success_once": self.episode_success_once.clone(),
-                "sim_error": error,
-            },
-            "_episode": done,
-        }
-        if self.autoreset_mode == AutoresetMode.SAME_STEP:
-            infos["final_obs"], infos["_final_obs"] = obs, done
-            infos["final_info"] = _with_masks(step_info, done)
-            infos["_final_info"] = done
-            infos.update(_with_masks(step_info, ~done))
-            if self._may_have(done):
-                self._reset_masked(done)
-                obs = self._observe(noise)  # the other envs' rows come out the same
-        elif self.autoreset_mode == AutoresetMode.NEXT_STEP:
-            infos.update(_with_masks(step_info, active))
-            if self._may_have(pending):
-                self._reset_masked(pending)
-                obs = self._observe(noise)
-                reward = torch.where(pending, 0.0, reward)
-            self._pending = done
-        else:
-            infos.update(_with_masks(step_info, self._all))
-            self._pending = done
+        self._action.copy_(self._check_action(actions))
+        self._apply_action()
+        self._run(PASS_STEP)
+        if self.autoreset_mode != AutoresetMode.DISABLED:  # the pass may have reset envs
+            self.scene.sim.rigid_solver.state_changed_by_kernel()
+        obs = self._observe(None)
         self._obs = obs
-        return obs, reward, terminated, truncated, infos
+        return obs, *self._step_results()
 
     def force_episode_end(self, mask, *, terminated: bool = True) -> None:
         """Make the masked envs' next ``step`` end their episodes (as a termination, or a truncation
@@ -299,28 +260,105 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         self.scene = None
 
     # ---- helpers ----------------------------------------------------------------------------
+    def _observe(self, noise: torch.Tensor | None = None) -> torch.Tensor:
+        """Observations ``(num_envs, obs_dim)`` of the current state (a fresh tensor), computed by the
+        observe pass. ``noise``: ``(num_envs, step_noise_dim)`` uniform draws in [0, 1) to use
+        instead of the step stream's."""
+        if noise is None:
+            self._run(PASS_OBSERVE)
+        else:
+            given = noise.to(device=self.device, dtype=torch.float32).contiguous()
+            if tuple(given.shape) != (self.num_envs, self.step_noise_dim):
+                raise ValueError(
+                    f"noise: expected shape {(self.num_envs, self.step_noise_dim)}, got {tuple(given.shape)}"
+                )
+            self.scene.sim.rigid_solver.poses()
+            kernel, inputs, dim = self._pass_inputs(PASS_OBSERVE, wp.from_torch(given))
+            wp.launch(kernel, dim=dim, inputs=inputs, device=self.scene.sim.rigid_solver.wp_device)
+        return self._out["observe"]["obs"].clone()
+
+    def _evaluate(self, action: torch.Tensor | None = None) -> tuple:
+        """``(reward, terminated, success, info)`` of the current state by the task alone (no time
+        limit, no episode bookkeeping): ``(num_envs,)`` float32, bool, bool and the task's info keys
+        (the evaluate pass). For tests and inspection; ``step`` does not call it."""
+        self._run(PASS_EVALUATE)
+        out = self._out["observe"]
+        f, b = out["f"].clone().unbind(0), out["b"].clone().unbind(0)
+        info = self._task_info(f[episode.F_TASK :], b[episode.B_TASK :])
+        return f[episode.F_REWARD], b[episode.B_TERMINATED], b[episode.B_SUCCESS], info
+
     def _reset_masked(self, mask: torch.Tensor) -> None:
-        if self._reset_draws is None:
-            self._reset_draws = self.rng.stream(_RESET_STREAM, self._reset_count, max(self.reset_noise_dim, 1))
-        noise = self._reset_draws.draw()
-        self._reset_count += mask
-        self.episode_length.masked_fill_(mask, 0)
-        self.episode_return.masked_fill_(mask, 0.0)
-        self.episode_success_once.masked_fill_(mask, False)
-        # the simulator's own per-env state first (controls, applied forces, contact warm starts), so
-        # that nothing of the last episode carries over; the task then sets what it randomizes
-        self.scene.sim.rigid_solver.reset(envs_idx=mask)
-        self._reset_envs(mask, noise)
+        """Reset the envs where ``mask`` ``(num_envs,)`` is True (the reset pass), with no host read."""
+        self._reset_now.copy_(mask)
+        self._run(PASS_RESET)
+        self.scene.sim.rigid_solver.state_changed_by_kernel()
 
-    def _may_have(self, mask: torch.Tensor) -> bool:
-        """False only if ``mask`` is surely all False: checked on the CPU, where reading it costs no
-        transfer; assumed True on a GPU, where the masked work is cheaper than a device sync."""
-        return self.device.type != "cpu" or bool(mask.any())
+    def _run(self, phase: int) -> None:
+        """Launch one recorded pass of the task kernel, the poses brought up to date first."""
+        if self._passes is None:
+            self._passes = {}
+            for p in (PASS_STEP, PASS_OBSERVE, PASS_RESET, PASS_EVALUATE):
+                none = wp.zeros((0, 0), dtype=wp.float32, device=self.scene.sim.rigid_solver.wp_device)
+                kernel, inputs, dim = self._pass_inputs(p, none)
+                self._passes[p] = wp.launch(
+                    kernel,
+                    dim=dim,
+                    inputs=inputs,
+                    device=self.scene.sim.rigid_solver.wp_device,
+                    record_cmd=True,
+                )
+        if phase != PASS_RESET:
+            self.scene.sim.rigid_solver.poses()
+        self._passes[phase].launch()
 
-    def _step_noise(self) -> torch.Tensor:
-        if self._step_draws is None:
-            self._step_draws = self.rng.stream(_STEP_STREAM, self._step_count, max(self.step_noise_dim, 1))
-        return self._step_draws.draw()
+    def _pass_inputs(self, phase: int, noise: wp.array) -> tuple[wp.Kernel, list, int]:
+        """The task kernel, inputs and launch size of ``phase`` with its output buffers bound."""
+        buffers = self._out["step" if phase == PASS_STEP else "observe"]
+        out = StepOut()
+        out.f, out.b = wp.from_torch(buffers["f"]), wp.from_torch(buffers["b"], dtype=wp.bool)
+        out.length = wp.from_torch(buffers["length"])
+        per_thread = episode.envs_per_thread(self.scene.sim.rigid_solver.wp_device)
+        obs = wp.from_torch(buffers["obs"])
+        kernel, inputs = self._task_pass(phase, per_thread, obs, out, self._episodes(), noise)
+        return kernel, inputs, -(-self.num_envs // per_thread)
+
+    def _episodes(self) -> Episodes:
+        ep = Episodes()
+        ep.key = self.rng.key
+        ep.length, ep.reward_sum = wp.from_torch(self.episode_length), wp.from_torch(self.episode_return)
+        ep.success_once = wp.from_torch(self.episode_success_once, dtype=wp.bool)
+        ep.pending = wp.from_torch(self._pending, dtype=wp.bool)
+        ep.forced = wp.from_torch(self._forced)
+        ep.step_count, ep.reset_count = wp.from_torch(self._step_count), wp.from_torch(self._reset_count)
+        ep.reset_now = wp.from_torch(self._reset_now, dtype=wp.bool)
+        ep.max_steps = self.max_episode_steps
+        ep.mode = _MODES.get(self.autoreset_mode, episode.DISABLED)
+        return ep
+
+    def _task_info(self, floats: tuple[torch.Tensor, ...], bools: tuple[torch.Tensor, ...]) -> dict:
+        """The task's info keys (``info_keys`` order) from its rows of the output slabs."""
+        f, b = iter(floats), iter(bools)
+        return {key: next(f) if kind is float else next(b) for key, kind in self.info_keys}
+
+    def _step_results(self) -> tuple:
+        """``(reward, terminated, truncated, infos)`` of the step pass's outputs, in fresh tensors."""
+        out = self._out["step"]
+        f, b = out["f"].clone().unbind(0), out["b"].clone().unbind(0)
+        reward, ret = f[: episode.F_TASK]
+        terminated, truncated, ended, shown, success, error, ep_success, once = b[: episode.B_TASK]
+        task_info = self._task_info(f[episode.F_TASK :], b[episode.B_TASK :])
+        step_info = {**task_info, "success": success, "sim_error": error}
+        length = out["length"].clone()
+        infos: dict[str, Any] = {
+            "episode": {"r": ret, "l": length, "success": ep_success, "success_once": once, "sim_error": error},
+            "_episode": ended,
+        }
+        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+            infos["final_obs"], infos["_final_obs"] = out["obs"].clone(), ended
+            infos["final_info"] = _with_masks(step_info, ended)
+            infos["_final_info"] = ended
+        infos.update(_with_masks(step_info, shown))
+        return reward, terminated, truncated, infos
 
     def _check_mask(self, mask, name: str = "options['reset_mask']") -> torch.Tensor:
         if isinstance(mask, np.ndarray):
@@ -335,6 +373,7 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         return mask.to(self.device)
 
     def _check_action(self, actions) -> torch.Tensor:
+        """``actions`` as a tensor on the env's device, checked (see the module docstring)."""
         shape = (self.num_envs, *self.single_action_space.shape)
         if isinstance(actions, np.ndarray):
             if self.device.type != "cpu":
@@ -354,7 +393,6 @@ class WarpVectorEnv(gym.vector.VectorEnv):
                 f"actions: expected shape {shape} (num_envs x action_space {self.single_action_space}), "
                 f"got {tuple(actions.shape)}"
             )
-        actions = actions.to(torch.float32)
         # the sum is finite unless some entry is NaN/inf (or the sum overflows: then look closer)
         if (
             self.validate_actions
@@ -362,7 +400,7 @@ class WarpVectorEnv(gym.vector.VectorEnv):
             and not bool(torch.isfinite(actions).all())
         ):
             raise ValueError("actions: contain NaN or inf")
-        return actions.clamp(-1.0, 1.0)  # the action space is [-1, 1] (see _set_spaces)
+        return actions  # cast to float32 by the copy into the action buffer, clipped by the kernel
 
 
 def _is_int(dtype: torch.dtype) -> bool:

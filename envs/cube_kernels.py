@@ -1,0 +1,411 @@
+"""Lift and Push in Warp: the observation, grasp, reward, reset and randomization of the cube tasks,
+and their kernel (``franka_cube.py`` documents the tasks and the observation layout).
+
+The two tasks share everything but their reward and goal: ``lift_reward`` and ``push_reward`` hold
+each reward's form, ``CubeTask.task`` picks one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import warp as wp
+
+from sim_core.views import ContactsView, ParamsView, ResetView, StateView, env_error, quat_of, reset_env
+
+from .arm import (
+    ArmModel,
+    ArmState,
+    ee_point,
+    ee_velocity,
+    hand_quat,
+    observe_action,
+    observe_joints,
+    penalties,
+    reset_arm,
+)
+from .episode import (
+    B_TASK,
+    F_TASK,
+    PASS_EVALUATE,
+    PASS_OBSERVE,
+    PASS_RESET,
+    PASS_STEP,
+    Episodes,
+    StepOut,
+    begin_episode,
+    clean_row,
+    end_step,
+    noise,
+    step_key,
+    write_terms,
+)
+from .rng import uniform
+
+__all__ = [
+    "CubeTask",
+    "LIFT",
+    "PUSH",
+    "OBS_DIM",
+    "cube_kernel",
+    "cube_rewards_kernel",
+    "lift_reward",
+    "push_reward",
+]
+
+LIFT = wp.constant(0)
+PUSH = wp.constant(1)
+OBS_DIM = 49  # without the last action
+GRASP_FORCE = wp.constant(
+    0.5
+)  # N: a finger pad squeezes the cube at least this hard along the closing direction
+GRASP_COS = wp.constant(math.cos(math.radians(60.0)))  # ... and its force on the cube is within 60 deg of it
+_REST_GAP = wp.constant(1.0e-4)  # m: a reset puts the cube this far above the floor
+
+
+@wp.struct
+class CubeTask:
+    """The cube tasks' constants (from the config and the built scene)."""
+
+    task: int  # LIFT or PUSH
+    q0: int  # qpos column of the cube's free joint (position, then quaternion w x y z)
+    d0: int  # its dof column (linear velocity, world frame; angular velocity, body frame)
+    geom: int  # the cube's geom
+    slot: int  # the cube's inertial slot (ParamsView.body_inertial)
+    left_finger: int  # finger bodies: the closing direction is from left to right
+    right_finger: int
+    pad_finger: wp.array(dtype=wp.int32)  # (ngeom,) 0: a geom of the left finger, 1: of the right, -1: neither
+    built_mass: float  # the cube as built: mass, kg
+    built_size: float  # and edge length, m
+    spawn_low: wp.vec2  # xy box the cube's centre is drawn in, m
+    spawn_span: wp.vec2
+    yaw_range: float  # the cube's yaw is drawn in +- this, rad
+    goal_low: wp.vec3  # goal draw box (lift: xy offset and height; push: xy offset), m
+    goal_span: wp.vec3
+    ws_low: wp.vec2  # the cube's centre leaving this xy box ends the episode, m
+    ws_high: wp.vec2
+    mass_range: wp.vec2  # domain randomization, uniform [low, high]: cube mass, kg
+    size_range: wp.vec2  # edge length, m
+    friction_range: wp.vec2  # sliding friction
+    damping_range: wp.vec2  # scale of the arm's joint damping
+    gain_range: wp.vec2  # scale of the arm's kp and kv
+    kp0: wp.array(dtype=wp.float32)  # (9,) the arm's gains and damping as built
+    kv0: wp.array(dtype=wp.float32)  # (9,)
+    damping0: wp.array(dtype=wp.float32)  # (9,)
+    noise_joint_pos: float  # uniform +- observation noise, rad
+    noise_joint_vel: float  # rad/s
+    noise_cube_pos: float  # m
+    reach: float  # reward weights and parameters (RewardConfig)
+    reach_std: float
+    grasp: float
+    lift: float
+    lift_margin: float
+    push: float
+    push_std: float
+    lifted: float
+    success_bonus: float
+    action_rate: float
+    joint_vel: float
+    hold_steps: int  # lift: steps at or above the goal height for a success
+    goal_radius: float  # push: success radius, m
+
+
+@wp.func
+def closeness(d: float, std: float) -> float:
+    """``t(d, std) = 1 - tanh(d / std)``: 1 at distance 0, falling off over ``std``."""
+    return 1.0 - wp.tanh(d / std)
+
+
+@wp.func
+def lift_reward(
+    k: CubeTask,
+    ee: wp.vec3,
+    cube: wp.vec3,
+    size: float,
+    goal: wp.vec3,
+    grasped: bool,
+    rate: float,
+    qd2: float,
+    hold: int,
+):
+    """Lift's reward, success, consecutive steps at the goal height (``hold``, updated) and the
+    cube's height above its resting height (the info ``cube_height``), for the end effector at
+    ``ee``, the cube of edge ``size`` at ``cube``, the goal, the grasp and the penalty terms."""
+    z, rest = cube[2], 0.5 * size
+    progress = wp.clamp((z - rest) / (goal[2] + k.lift_margin - rest), 0.0, 1.0)
+    held = wp.where(z >= goal[2], hold + 1, 0)
+    success = held >= k.hold_steps
+    g = wp.where(grasped, 1.0, 0.0)
+    r = k.reach * closeness(wp.length(cube - ee), k.reach_std) + k.grasp * g + k.lift * g * progress
+    r += k.success_bonus * wp.where(success, 1.0, 0.0) + penalties(k.action_rate, k.joint_vel, rate, qd2)
+    return r, success, held, z - rest
+
+
+@wp.func
+def push_reward(
+    k: CubeTask,
+    ee: wp.vec3,
+    cube: wp.vec3,
+    size: float,
+    goal: wp.vec3,
+    grasped: bool,
+    rate: float,
+    qd2: float,
+    hold: int,
+):
+    """Push's reward, success, ``hold`` (unused) and the cube's distance to the goal (the info
+    ``goal_distance``). The reach term pulls the end effector to the point just behind the cube on
+    the side away from the goal, at its height."""
+    to_goal = wp.vec2(goal[0] - cube[0], goal[1] - cube[1])
+    d_goal = wp.length(to_goal)
+    away = -to_goal / wp.max(d_goal, 1.0e-6)
+    behind = wp.vec2(cube[0], cube[1]) + (0.5 * size + 0.02) * away
+    d_reach = wp.length(wp.vec3(behind[0], behind[1], cube[2]) - ee)
+    lifted = cube[2] > 0.5 * size + 0.01
+    success = d_goal < k.goal_radius and not lifted
+    r = k.reach * closeness(d_reach, k.reach_std) + k.push * closeness(d_goal, k.push_std)
+    r += k.lifted * wp.where(lifted, 1.0, 0.0) + k.success_bonus * wp.where(success, 1.0, 0.0)
+    r += penalties(k.action_rate, k.joint_vel, rate, qd2)
+    return r, success, hold, d_goal
+
+
+@wp.func
+def _task_reward(
+    k: CubeTask,
+    ee: wp.vec3,
+    cube: wp.vec3,
+    size: float,
+    goal: wp.vec3,
+    grasped: bool,
+    rate: float,
+    qd2: float,
+    hold: int,
+):
+    r, success, held, info = push_reward(k, ee, cube, size, goal, grasped, rate, qd2, hold)
+    if k.task == LIFT:
+        r, success, held, info = lift_reward(k, ee, cube, size, goal, grasped, rate, qd2, hold)
+    return r, success, held, info
+
+
+@wp.func
+def out_of_workspace(k: CubeTask, cube: wp.vec3) -> bool:
+    """The cube's centre left the workspace's xy box or fell through the floor."""
+    outside = cube[0] < k.ws_low[0] or cube[1] < k.ws_low[1] or cube[0] > k.ws_high[0] or cube[1] > k.ws_high[1]
+    return outside or cube[2] < -0.05
+
+
+@wp.func
+def _squeezes(force: wp.vec3, closing: wp.vec3, sign: float) -> bool:
+    along = sign * wp.dot(force, closing)
+    return along >= GRASP_FORCE and along >= GRASP_COS * wp.length(force)
+
+
+@wp.func
+def grasped(k: CubeTask, s: StateView, c: ContactsView, e: int) -> bool:
+    """Each finger pad squeezes the cube toward the other finger (the last substep's contact
+    forces): the pad's summed force on the cube is at least ``GRASP_FORCE`` along the closing
+    direction and within 60 degrees of it. Pads pressing on the cube's top face do not count."""
+    closing = s.xpos[e, k.right_finger] - s.xpos[e, k.left_finger]
+    closing = closing / wp.max(wp.length(closing), 1.0e-6)
+    left = wp.vec3(0.0)
+    right = wp.vec3(0.0)
+    for i in range(c.count[e]):
+        g = c.geom[e, i]
+        side = float(0.0)  # +1 / -1: the cube is geom b / a (the force is on b)
+        other = int(-1)
+        if g[1] == k.geom:
+            side = 1.0
+            other = g[0]
+        elif g[0] == k.geom:
+            side = -1.0
+            other = g[1]
+        if other >= 0:
+            on_cube = side * c.force[e, i][0] * c.normal[e, i]
+            if k.pad_finger[other] == 0:
+                left += on_cube
+            elif k.pad_finger[other] == 1:
+                right += on_cube
+    return _squeezes(left, closing, 1.0) and _squeezes(right, closing, -1.0)
+
+
+@wp.func
+def _put(obs: wp.array2d(dtype=wp.float32), e: int, col: int, v: wp.vec3):
+    for j in range(3):
+        obs[e, col + j] = v[j]
+
+
+@wp.func
+def _observe_cube(
+    k: CubeTask,
+    arm: ArmModel,
+    s: StateView,
+    st: ArmState,
+    goal: wp.vec3,
+    e: int,
+    h: wp.uint32,
+    given: wp.array2d(dtype=wp.float32),
+    obs: wp.array2d(dtype=wp.float32),
+    ee: wp.vec3,
+) -> float:
+    """Observation columns 14 on (the arm's joints are ``observe_joints``'); returns the action rate."""
+    obs[e, 14] = s.qpos[e, arm.q0 + 7]
+    obs[e, 15] = s.qpos[e, arm.q0 + 8]
+    hq = hand_quat(arm, s, e)
+    cube = wp.vec3(s.qpos[e, k.q0], s.qpos[e, k.q0 + 1], s.qpos[e, k.q0 + 2])
+    cq = quat_of(wp.vec4(s.qpos[e, k.q0 + 3], s.qpos[e, k.q0 + 4], s.qpos[e, k.q0 + 5], s.qpos[e, k.q0 + 6]))
+    seen = cube + wp.vec3(
+        noise(h, given, e, 14, k.noise_cube_pos),
+        noise(h, given, e, 15, k.noise_cube_pos),
+        noise(h, given, e, 16, k.noise_cube_pos),
+    )
+    vel = wp.vec3(s.qvel[e, k.d0], s.qvel[e, k.d0 + 1], s.qvel[e, k.d0 + 2])
+    ang = wp.vec3(s.qvel[e, k.d0 + 3], s.qvel[e, k.d0 + 4], s.qvel[e, k.d0 + 5])  # body frame
+    x_axis, z_axis = wp.vec3(1.0, 0.0, 0.0), wp.vec3(0.0, 0.0, 1.0)
+    _put(obs, e, 16, ee)
+    _put(obs, e, 19, wp.quat_rotate(hq, x_axis))
+    _put(obs, e, 22, wp.quat_rotate(hq, z_axis))
+    _put(obs, e, 25, seen)
+    _put(obs, e, 28, wp.quat_rotate(cq, x_axis))
+    _put(obs, e, 31, wp.quat_rotate(cq, z_axis))
+    _put(obs, e, 34, seen - ee)
+    _put(obs, e, 37, vel - ee_velocity(arm, s, e, ee))
+    _put(obs, e, 40, wp.quat_rotate(cq, ang))
+    _put(obs, e, 43, goal)
+    _put(obs, e, 46, goal - seen)
+    return observe_action(st, e, obs, OBS_DIM)
+
+
+@wp.func
+def _reset_cube(
+    k: CubeTask,
+    arm: ArmModel,
+    r: ResetView,
+    p: ParamsView,
+    st: ArmState,
+    goal: wp.array(dtype=wp.vec3),
+    size: wp.array(dtype=wp.float32),
+    hold: wp.array(dtype=wp.int32),
+    ep: Episodes,
+    e: int,
+):
+    """A new episode in env ``e``. Reset draws: 0-6 the arm (``reset_arm``), 7-8 the cube's xy, 9 its
+    yaw, 10-12 the goal, 13-17 the randomized cube mass, edge length and friction and the scales of
+    the arm's damping and gains."""
+    reset_env(r, e)
+    h = begin_episode(ep, e)
+    s = r.state
+    reset_arm(arm, s, st, e, h)
+    mass = k.mass_range[0] + (k.mass_range[1] - k.mass_range[0]) * uniform(h, 13)
+    edge = k.size_range[0] + (k.size_range[1] - k.size_range[0]) * uniform(h, 14)
+    friction = k.friction_range[0] + (k.friction_range[1] - k.friction_range[0]) * uniform(h, 15)
+    damping = k.damping_range[0] + (k.damping_range[1] - k.damping_range[0]) * uniform(h, 16)
+    gains = k.gain_range[0] + (k.gain_range[1] - k.gain_range[0]) * uniform(h, 17)
+    # a cube's principal moments scale with its mass and the square of its edge
+    km, ks = mass / k.built_mass, edge / k.built_size
+    p.body_inertial[e, k.slot] = wp.vec4(km, km * ks * ks, km * ks * ks, km * ks * ks)
+    p.geom_size[e, k.geom] = wp.vec3(0.5 * edge)
+    p.geom_friction[e, k.geom] = friction
+    for i in range(9):
+        p.dof_damping[e, arm.d0 + i] = k.damping0[i] * damping
+        p.dof_kp[e, arm.d0 + i] = k.kp0[i] * gains
+        p.dof_kv[e, arm.d0 + i] = k.kv0[i] * gains
+    size[e] = edge
+    xy = k.spawn_low + wp.cw_mul(k.spawn_span, wp.vec2(uniform(h, 7), uniform(h, 8)))
+    pos = wp.vec3(xy[0], xy[1], 0.5 * edge + _REST_GAP)
+    half_yaw = 0.5 * k.yaw_range * (2.0 * uniform(h, 9) - 1.0)
+    quat = wp.normalize(wp.vec4(wp.cos(half_yaw), 0.0, 0.0, wp.sin(half_yaw)))
+    for j in range(3):
+        s.qpos[e, k.q0 + j] = pos[j]
+    for j in range(4):
+        s.qpos[e, k.q0 + 3 + j] = quat[j]
+    for j in range(6):
+        s.qvel[e, k.d0 + j] = 0.0
+    draw = k.goal_low + wp.cw_mul(k.goal_span, wp.vec3(uniform(h, 10), uniform(h, 11), uniform(h, 12)))
+    height = wp.where(k.task == LIFT, draw[2], pos[2])  # lift: a height above the floor; push: on it
+    goal[e] = wp.vec3(pos[0] + draw[0], pos[1] + draw[1], height)
+    hold[e] = 0
+
+
+@wp.kernel(enable_backward=False)
+def cube_kernel(
+    phase: int,  # PASS_STEP, PASS_OBSERVE, PASS_RESET or PASS_EVALUATE (episode.py)
+    per_thread: int,  # envs per thread (episode.envs_per_thread)
+    # Model:
+    k: CubeTask,
+    arm: ArmModel,
+    # Data in and out:
+    s: StateView,
+    c: ContactsView,
+    r: ResetView,
+    p: ParamsView,
+    st: ArmState,
+    goal: wp.array(dtype=wp.vec3),  # (num_envs,) goal points, m
+    size: wp.array(dtype=wp.float32),  # (num_envs,) the cube's edge this episode, m
+    hold: wp.array(dtype=wp.int32),  # (num_envs,) lift: consecutive steps at or above the goal height
+    ep: Episodes,
+    # In:
+    given_noise: wp.array2d(dtype=wp.float32),  # (num_envs, 17) uniform draws to use, or (0, 0)
+    # Out:
+    obs_out: wp.array2d(dtype=wp.float32),  # (num_envs, 49 + action_dim)
+    out: StepOut,  # task info: lift cube_height (F_TASK), grasped (B_TASK); push goal_distance (F_TASK)
+):
+    """One pass of Lift or Push over the envs (``episode.py``): the observation, reward, success and
+    task infos of the state, the episode's bookkeeping and resets."""
+    e0 = wp.tid() * per_thread
+    for e in range(e0, wp.min(e0 + per_thread, obs_out.shape[0])):
+        if phase == PASS_RESET:
+            if ep.reset_now[e]:
+                _reset_cube(k, arm, r, p, st, goal, size, hold, ep, e)
+            continue
+        h = step_key(ep, e, phase == PASS_STEP)
+        ee = ee_point(arm, s, e)
+        qd2 = observe_joints(arm, s, e, h, given_noise, k.noise_joint_pos, k.noise_joint_vel, obs_out)
+        rate = _observe_cube(k, arm, s, st, goal[e], e, h, given_noise, obs_out, ee)
+        error = env_error(s.qpos, s.qvel, c.overflow, e)
+        clean_row(obs_out, e, error)
+        if phase == PASS_OBSERVE:
+            continue
+        cube = wp.vec3(s.qpos[e, k.q0], s.qpos[e, k.q0 + 1], s.qpos[e, k.q0 + 2])
+        grip = grasped(k, s, c, e)
+        reward, success, held, info = _task_reward(k, ee, cube, size[e], goal[e], grip, rate, qd2, hold[e])
+        terminated = out_of_workspace(k, cube)
+        out.f[F_TASK, e] = info
+        if out.b.shape[0] > B_TASK:
+            out.b[B_TASK, e] = grip
+        if phase == PASS_EVALUATE:
+            write_terms(out, e, reward, terminated, success, error)
+            continue
+        hold[e] = held
+        if end_step(ep, out, e, reward, terminated, success, error):
+            _reset_cube(k, arm, r, p, st, goal, size, hold, ep, e)
+
+
+@wp.kernel(enable_backward=False)
+def cube_rewards_kernel(
+    k: CubeTask,
+    # In, per env:
+    ee: wp.array(dtype=wp.vec3),
+    cube: wp.array(dtype=wp.vec3),
+    size: wp.array(dtype=wp.float32),
+    goal: wp.array(dtype=wp.vec3),
+    grip: wp.array(dtype=wp.bool),
+    rate: wp.array(dtype=wp.float32),
+    qd2: wp.array(dtype=wp.float32),
+    hold: wp.array(dtype=wp.int32),
+    # Out:
+    reward_out: wp.array(dtype=wp.float32),
+    success_out: wp.array(dtype=wp.bool),
+    out_of_workspace_out: wp.array(dtype=wp.bool),
+    info_out: wp.array(dtype=wp.float32),
+    hold_out: wp.array(dtype=wp.int32),
+):
+    """The task's reward terms of given states (``_CubeTaskEnv.rewards``)."""
+    e = wp.tid()
+    reward, success, held, info = _task_reward(
+        k, ee[e], cube[e], size[e], goal[e], grip[e], rate[e], qd2[e], hold[e]
+    )
+    reward_out[e] = reward
+    success_out[e] = success
+    out_of_workspace_out[e] = out_of_workspace(k, cube[e])
+    info_out[e] = info
+    hold_out[e] = held
