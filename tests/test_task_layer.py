@@ -1,0 +1,295 @@
+"""The fused task layer: an ``env.step`` is a few Warp launches and torch ops with no host-device
+sync, for every task and autoreset mode; the Warp IK and Jacobian against their torch references;
+returned tensors stay as they were returned."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+import torch
+import warp as wp
+from gymnasium.vector import AutoresetMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import sim_core as sc
+import warpgym
+from warpgym.arm import ee_jacobian
+from warpgym.ik import dls, dls_step, mat67, vec6, vec7
+from warpgym.rng import EnvRNG, stream_key, uniform
+
+MODES = list(AutoresetMode)
+TASKS = sorted(warpgym.TASKS)
+MAX_TORCH_OPS, MAX_LAUNCHES = 40, 6  # per env.step, whatever the batch size
+
+
+def _load_count_ops():
+    path = Path(__file__).resolve().parents[1] / "scripts" / "count_ops.py"
+    spec = importlib.util.spec_from_file_location("count_ops", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---- no host-device sync ------------------------------------------------------------------------
+class HostSyncError(AssertionError):
+    """An op that reads device memory on the host (or waits for the device) ran in a guarded block."""
+
+
+_SYNC_OPS = {  # aten ops that need a value on the host, or an output size only the data decides
+    "_local_scalar_dense",
+    "item",
+    "is_nonzero",
+    "equal",
+    "nonzero",
+    "nonzero_numpy",
+    "argwhere",
+    "masked_select",
+    "unique",
+    "_unique",
+    "_unique2",
+    "unique_dim",
+    "unique_consecutive",
+    "unique_dim_consecutive",
+    "repeat_interleave",
+    "_assert_async",
+    "bincount",
+    "histc",
+}
+
+
+class _NoSync(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = func.overloadpacket.__name__
+        if name in _SYNC_OPS:
+            raise HostSyncError(f"{func} syncs with the device")
+        if name in ("index", "index_put", "index_put_", "_index_put_impl_"):
+            indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
+            if any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in indices if i is not None):
+                raise HostSyncError(f"{func} with a boolean mask (its size is read on the host)")
+        if name in ("copy_", "_to_copy"):  # a device-to-host copy
+            src = args[1] if name == "copy_" else args[0]
+            dst_device = args[0].device if name == "copy_" else kwargs.get("device", src.device)
+            if (
+                isinstance(src, torch.Tensor)
+                and src.device.type != "cpu"
+                and torch.device(dst_device).type == "cpu"
+            ):
+                raise HostSyncError(f"{func} copies device memory to the host")
+        return func(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def no_host_sync():
+    """Raise ``HostSyncError`` on any torch op that syncs and on Warp's host reads and waits."""
+
+    def refuse(what):
+        def fail(*args, **kwargs):
+            raise HostSyncError(f"{what} reads device memory on the host or waits for the device")
+
+        return fail
+
+    patched = {
+        (wp.array, "numpy"): refuse("wp.array.numpy"),
+        (wp.array, "list"): refuse("wp.array.list"),
+        (wp, "synchronize"): refuse("wp.synchronize"),
+        (wp, "synchronize_device"): refuse("wp.synchronize_device"),
+        (wp, "synchronize_stream"): refuse("wp.synchronize_stream"),
+        (torch.cuda, "synchronize"): refuse("torch.cuda.synchronize"),
+        (torch.Tensor, "tolist"): refuse("Tensor.tolist"),  # host reads that bypass the dispatcher
+        (torch.Tensor, "numpy"): refuse("Tensor.numpy"),
+    }
+    saved = {key: getattr(*key) for key in patched}
+    for (owner, name), fn in patched.items():
+        setattr(owner, name, fn)
+    try:
+        with _NoSync():
+            yield
+    finally:
+        for (owner, name), fn in saved.items():
+            setattr(owner, name, fn)
+
+
+def test_the_guard_catches_host_syncs():
+    x = torch.arange(6, dtype=torch.float32, device=sc.device)
+    mask = x > 2
+    cases = [
+        lambda: bool(mask.any()),
+        lambda: x.sum().item(),
+        lambda: torch.nonzero(mask),
+        lambda: x[mask],
+        lambda: x.masked_fill(mask, 0.0).tolist(),
+        lambda: torch.equal(x, x),
+        lambda: wp.from_torch(x).numpy(),
+    ]
+    for case in cases:
+        with pytest.raises(HostSyncError), no_host_sync():
+            case()
+    with no_host_sync():  # what the step does is fine
+        torch.where(mask, x, 0.0).clone().unbind(0)
+
+
+@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("mode", MODES, ids=[m.value for m in MODES])
+def test_step_and_masked_reset_never_sync(task, mode):
+    """Steps in which envs end by the task, the time limit, a forced end and a sim error, and a
+    masked reset, all under the guard, with the trainer's ``validate_actions=False``."""
+    n = 6
+    env = gym.make_vec(task, num_envs=n, autoreset_mode=mode, validate_actions=False, max_episode_steps=3)
+    u = env.unwrapped
+    env.reset(seed=0)
+    dim = env.single_action_space.shape[0]
+    g = torch.Generator().manual_seed(0)
+    actions = [(torch.rand(n, dim, generator=g) * 2 - 1).to(sc.device) for _ in range(6)]
+    env.step(actions[0])  # the first step records the launches
+    ends = torch.zeros(n, dtype=torch.bool, device=sc.device)
+    ends[1] = True
+    for i, a in enumerate(actions):
+        u.force_episode_end(ends.roll(i), terminated=bool(i % 2))
+        if i == 3:
+            u.scene.sim.rigid_solver.t["qvel"][4, 0] = float("nan")  # a blown-up env
+        with no_host_sync():
+            obs, reward, terminated, truncated, info = env.step(a)
+    assert torch.isfinite(obs).all() and info["_episode"].any()
+    mask = torch.zeros(n, dtype=torch.bool, device=sc.device)
+    mask[::2] = True
+    with no_host_sync():
+        obs, _ = env.reset(options={"reset_mask": mask})
+    assert obs.shape == (n, *env.single_observation_space.shape)
+
+
+# ---- budgets ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("task", TASKS)
+def test_a_step_stays_within_its_launch_and_op_budget(task):
+    """At most 40 torch ops and 6 Warp launches (sim_core's included) in every counted step, in
+    which some envs end and reset; counted as ``scripts/count_ops.py`` does, at two batch sizes."""
+    count_ops = _load_count_ops()
+    settings = [("SameStep", False), ("SameStep", True), ("NextStep", False), ("Disabled", False)]
+    for n in (3, 64):
+        for mode, validate in settings:
+            r = count_ops.measure(task, n, mode, validate, steps=4)
+            where = f"{task} n={n} {mode} validate={validate}"
+            assert r["step_ops_max"] <= MAX_TORCH_OPS, (where, r["ops"])
+            assert r["step_launches_max"] <= MAX_LAUNCHES, where
+            assert r["reset_ops_max"] <= MAX_TORCH_OPS and r["reset_launches_max"] <= MAX_LAUNCHES, where
+
+
+# ---- returned tensors ---------------------------------------------------------------------------
+def _snapshot(x):
+    if isinstance(x, torch.Tensor):
+        return x.clone()
+    if isinstance(x, dict):
+        return {k: _snapshot(v) for k, v in x.items()}
+    return tuple(_snapshot(v) for v in x)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return torch.equal(a, b)
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return all(_same(p, q) for p, q in zip(a, b, strict=True))
+
+
+@pytest.mark.parametrize("mode", MODES, ids=[m.value for m in MODES])
+def test_returned_tensors_are_not_overwritten_by_later_calls(mode):
+    """Everything reset and step return (infos and masks included), copied when returned, is
+    unchanged after more steps, episode ends and masked resets."""
+    env = gym.make_vec("WarpGym/FrankaLift-v0", num_envs=4, autoreset_mode=mode, max_episode_steps=2)
+    dim = env.single_action_space.shape[0]
+    kept = []
+    masks = [
+        torch.tensor(m, device=sc.device) for m in ([True, False, True, False], [False, True, False, True])
+    ]
+    for i in range(6):
+        result = env.reset(seed=0) if i == 0 else env.step(torch.rand(4, dim, device=sc.device) * 2 - 1)
+        kept.append((result, _snapshot(result)))
+        if i % 2:
+            result = env.reset(options={"reset_mask": masks[i % 4 // 2]})
+            kept.append((result, _snapshot(result)))
+    for i in range(4):
+        env.step(torch.rand(4, dim, device=sc.device) * 2 - 1)
+        env.reset(options={"reset_mask": masks[i % 2]})
+    for result, copy in kept:
+        assert _same(result, copy)
+
+
+# ---- the Warp IK against torch --------------------------------------------------------------------
+@wp.kernel(enable_backward=False)
+def _dls_kernel(
+    jac: wp.array(dtype=mat67), dx: wp.array(dtype=vec6), damping: float, out: wp.array(dtype=vec7)
+):
+    i = wp.tid()
+    out[i] = dls(jac[i], dx[i], damping)
+
+
+@pytest.mark.parametrize("rows", [3, 6])
+def test_warp_dls_matches_torch(rows):
+    g = torch.Generator().manual_seed(1)
+    jac = torch.zeros(64, 6, 7)
+    dx = torch.zeros(64, 6)
+    jac[:, :rows] = torch.randn(64, rows, 7, generator=g)
+    dx[:, :rows] = 0.05 * torch.randn(64, rows, generator=g)
+    out = wp.zeros(64, dtype=vec7, device=sc.device.type)
+    wp.launch(
+        _dls_kernel,
+        dim=64,
+        inputs=[
+            wp.from_torch(jac.to(sc.device), dtype=mat67),
+            wp.from_torch(dx.to(sc.device), dtype=vec6),
+            0.05,
+        ],
+        outputs=[out],
+        device=sc.device.type,
+    )
+    expected = dls_step(jac[:, :rows].double(), dx[:, :rows].double(), 0.05).float()
+    torch.testing.assert_close(wp.to_torch(out).cpu(), expected, rtol=1e-4, atol=1e-6)
+
+
+@wp.kernel(enable_backward=False)
+def _jacobian_kernel(arm: warpgym.arm.ArmModel, s: sc.views.StateView, out: wp.array(dtype=mat67)):
+    e = wp.tid()
+    out[e] = ee_jacobian(arm, s, e, warpgym.arm.ee_point(arm, s, e))
+
+
+def test_warp_end_effector_jacobian_matches_the_simulators():
+    env = gym.make_vec("WarpGym/FrankaReach-v0", num_envs=5, control_mode="ee_delta")
+    env.reset(seed=4)
+    u = env.unwrapped
+    solver = u.scene.sim.rigid_solver
+    solver.poses()
+    out = wp.zeros(5, dtype=mat67, device=solver.wp_device)
+    wp.launch(
+        _jacobian_kernel,
+        dim=5,
+        inputs=[u.arm.model, solver.state_view()],
+        outputs=[out],
+        device=solver.wp_device,
+    )
+    expected = u.arm.ee_jacobian()[:, :, :7]
+    torch.testing.assert_close(wp.to_torch(out), expected, rtol=1e-5, atol=1e-6)
+
+
+# ---- inline draws against EnvRNG -----------------------------------------------------------------
+@wp.kernel(enable_backward=False)
+def _inline_draws(
+    key: wp.array(dtype=wp.uint32), stream: int, counter: wp.array(dtype=wp.int32), out: wp.array2d(dtype=float)
+):
+    e = wp.tid()
+    h = stream_key(key[0], stream, e, counter[e])
+    for j in range(out.shape[1]):
+        out[e, j] = uniform(h, j)
+
+
+def test_inline_draws_are_envrngs_numbers():
+    rng = EnvRNG(5, sc.device, seed=2**40 + 3)
+    counter = torch.tensor([0, 3, 9, 2**31 - 1, 17], dtype=torch.int32, device=sc.device)
+    for stream in (1, 2):
+        out = torch.zeros(5, 18, device=sc.device)
+        inputs = [rng.key, stream, wp.from_torch(counter), wp.from_torch(out)]
+        wp.launch(_inline_draws, dim=5, inputs=inputs, device=sc.device.type)
+        assert torch.equal(out, rng.uniform(stream, counter, 18))
