@@ -208,12 +208,14 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         """Advance every env by one control step; see the module docstring for autoreset."""
         self._action.copy_(self._check_action(actions))
         self._apply_action()
-        self._run(PASS_STEP)
+        same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
+        final_obs = torch.empty_like(self._out["step"]["obs"]) if same_step else None  # returned
+        self._run(PASS_STEP, final_obs)
         if self.autoreset_mode != AutoresetMode.DISABLED:  # the pass may have reset envs
             self.scene.sim.rigid_solver.state_changed_by_kernel()
         obs = self._observe(None)
         self._obs = obs
-        return obs, *self._step_results()
+        return obs, *self._step_results(final_obs)
 
     def force_episode_end(self, mask, *, terminated: bool = True) -> None:
         """Make the masked envs' next ``step`` end their episodes (as a termination, or a truncation
@@ -261,21 +263,22 @@ class WarpVectorEnv(gym.vector.VectorEnv):
 
     # ---- helpers ----------------------------------------------------------------------------
     def _observe(self, noise: torch.Tensor | None = None) -> torch.Tensor:
-        """Observations ``(num_envs, obs_dim)`` of the current state (a fresh tensor), computed by the
-        observe pass. ``noise``: ``(num_envs, step_noise_dim)`` uniform draws in [0, 1) to use
+        """Observations ``(num_envs, obs_dim)`` of the current state, written by the observe pass into
+        a fresh tensor. ``noise``: ``(num_envs, step_noise_dim)`` uniform draws in [0, 1) to use
         instead of the step stream's."""
+        obs = torch.empty(self.num_envs, *self.single_observation_space.shape, device=self.device)
         if noise is None:
-            self._run(PASS_OBSERVE)
-        else:
-            given = noise.to(device=self.device, dtype=torch.float32).contiguous()
-            if tuple(given.shape) != (self.num_envs, self.step_noise_dim):
-                raise ValueError(
-                    f"noise: expected shape {(self.num_envs, self.step_noise_dim)}, got {tuple(given.shape)}"
-                )
-            self.scene.sim.rigid_solver.poses()
-            kernel, inputs, dim = self._pass_inputs(PASS_OBSERVE, wp.from_torch(given))
-            wp.launch(kernel, dim=dim, inputs=inputs, device=self.scene.sim.rigid_solver.wp_device)
-        return self._out["observe"]["obs"].clone()
+            self._run(PASS_OBSERVE, obs)
+            return obs
+        given = noise.to(device=self.device, dtype=torch.float32).contiguous()
+        if tuple(given.shape) != (self.num_envs, self.step_noise_dim):
+            raise ValueError(
+                f"noise: expected shape {(self.num_envs, self.step_noise_dim)}, got {tuple(given.shape)}"
+            )
+        self.scene.sim.rigid_solver.poses()
+        kernel, inputs, dim = self._pass_inputs(PASS_OBSERVE, wp.from_torch(given), wp.from_torch(obs))
+        wp.launch(kernel, dim=dim, inputs=inputs, device=self.scene.sim.rigid_solver.wp_device)
+        return obs
 
     def _evaluate(self, action: torch.Tensor | None = None) -> tuple:
         """``(reward, terminated, success, info)`` of the current state by the task alone (no time
@@ -293,32 +296,37 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         self._run(PASS_RESET)
         self.scene.sim.rigid_solver.state_changed_by_kernel()
 
-    def _run(self, phase: int) -> None:
-        """Launch one recorded pass of the task kernel, the poses brought up to date first."""
+    def _run(self, phase: int, obs: torch.Tensor | None = None) -> None:
+        """Launch one recorded pass of the task kernel, the poses brought up to date first; ``obs``: a
+        tensor ``(num_envs, obs_dim)`` for the pass to write the observations to, for this launch
+        (the pass's own buffer otherwise). Writing into a fresh tensor is what a copy of the
+        buffer would cost, without the copy."""
+        solver = self.scene.sim.rigid_solver
         if self._passes is None:
-            self._passes = {}
+            self._passes, self._obs_arg = {}, {}
+            none = wp.zeros((0, 0), dtype=wp.float32, device=solver.wp_device)
             for p in (PASS_STEP, PASS_OBSERVE, PASS_RESET, PASS_EVALUATE):
-                none = wp.zeros((0, 0), dtype=wp.float32, device=self.scene.sim.rigid_solver.wp_device)
-                kernel, inputs, dim = self._pass_inputs(p, none)
+                buffer = wp.from_torch(self._out["step" if p == PASS_STEP else "observe"]["obs"])
+                kernel, inputs, dim = self._pass_inputs(p, none, buffer)
+                self._obs_arg[p] = next(i for i, x in enumerate(inputs) if x is buffer)
                 self._passes[p] = wp.launch(
-                    kernel,
-                    dim=dim,
-                    inputs=inputs,
-                    device=self.scene.sim.rigid_solver.wp_device,
-                    record_cmd=True,
+                    kernel, dim=dim, inputs=inputs, device=solver.wp_device, record_cmd=True
                 )
         if phase != PASS_RESET:
-            self.scene.sim.rigid_solver.poses()
-        self._passes[phase].launch()
+            solver.poses()
+        launch = self._passes[phase]
+        if obs is not None:
+            launch.set_param_at_index(self._obs_arg[phase], wp.from_torch(obs))
+        launch.launch()
 
-    def _pass_inputs(self, phase: int, noise: wp.array) -> tuple[wp.Kernel, list, int]:
-        """The task kernel, inputs and launch size of ``phase`` with its output buffers bound."""
+    def _pass_inputs(self, phase: int, noise: wp.array, obs: wp.array) -> tuple[wp.Kernel, list, int]:
+        """The task kernel, inputs and launch size of ``phase`` writing observations to ``obs`` and
+        the other outputs to the pass's own buffers."""
         buffers = self._out["step" if phase == PASS_STEP else "observe"]
         out = StepOut()
         out.f, out.b = wp.from_torch(buffers["f"]), wp.from_torch(buffers["b"], dtype=wp.bool)
         out.length = wp.from_torch(buffers["length"])
         per_thread = episode.envs_per_thread(self.scene.sim.rigid_solver.wp_device)
-        obs = wp.from_torch(buffers["obs"])
         kernel, inputs = self._task_pass(phase, per_thread, obs, out, self._episodes(), noise)
         return kernel, inputs, -(-self.num_envs // per_thread)
 
@@ -340,8 +348,9 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         f, b = iter(floats), iter(bools)
         return {key: next(f) if kind is float else next(b) for key, kind in self.info_keys}
 
-    def _step_results(self) -> tuple:
-        """``(reward, terminated, truncated, infos)`` of the step pass's outputs, in fresh tensors."""
+    def _step_results(self, final_obs: torch.Tensor | None) -> tuple:
+        """``(reward, terminated, truncated, infos)`` of the step pass's outputs, in fresh tensors;
+        ``final_obs``: the terminal observations (SAME_STEP)."""
         out = self._out["step"]
         f, b = out["f"].clone().unbind(0), out["b"].clone().unbind(0)
         reward, ret = f[: episode.F_TASK]
@@ -354,7 +363,7 @@ class WarpVectorEnv(gym.vector.VectorEnv):
             "_episode": ended,
         }
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
-            infos["final_obs"], infos["_final_obs"] = out["obs"].clone(), ended
+            infos["final_obs"], infos["_final_obs"] = final_obs, ended
             infos["final_info"] = _with_masks(step_info, ended)
             infos["_final_info"] = ended
         infos.update(_with_masks(step_info, shown))
