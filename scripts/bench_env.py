@@ -11,8 +11,9 @@ clock starts and before it is read:
 * **raw**: a bare scene with the same model and options, driven the way the env drives it: every
   control step moves the arm's position targets by a random step of the env's ``joint_delta`` size
   (clamped to the joint ranges), holds the fingers at the env's opening, calls
-  ``control_dofs_position`` once and ``scene.step()`` ``decimation`` times. That is the physics the
-  env does with none of the env's work (actions, observations, rewards, resets, infos).
+  ``control_dofs_position`` once and ``scene.step()`` once (a step of ``decimation * substeps``
+  substeps, as the env's scene). That is the physics the env does with none of the env's work
+  (actions, observations, rewards, resets, infos).
 
 It prints control steps per second (env-steps/s, summed over envs) of both and the env layer's cost
 ``1 - env / raw``. For each adapter library that is installed (Stable-Baselines3, rsl_rl, skrl) it also
@@ -91,8 +92,9 @@ def make_raw_stepper(n: int, device: torch.device):
     """The env's physics without the env: same model and options, the same kind of commands (arm
     targets on a random walk of the env's joint_delta step size, fingers held at the env's opening)."""
     cfg = load_reach_config()
-    scene = sc.Scene(
-        sim_options=sc.SimOptions(dt=cfg.sim.dt, substeps=cfg.sim.substeps),
+    sim = cfg.sim
+    scene = sc.Scene(  # the env's scene options: a control step is one scene step
+        sim_options=sc.SimOptions(dt=sim.dt * sim.decimation, substeps=sim.substeps * sim.decimation),
         profiling_options=sc.ProfilingOptions(show_FPS=False),
     )
     scene.add_entity(sc.morphs.Plane())
@@ -108,8 +110,7 @@ def make_raw_stepper(n: int, device: torch.device):
         arm = targets[:, :7] + scale * (torch.rand(n, 7, device=device) * 2.0 - 1.0)
         targets[:, :7] = torch.clamp(arm, rng[:, 0], rng[:, 1])
         franka.control_dofs_position(targets)
-        for _ in range(cfg.sim.decimation):
-            scene.step()
+        scene.step()
 
     return step
 
