@@ -209,7 +209,7 @@ def test_a_blown_up_env_is_truncated_with_a_flag_and_reset_alone():
 
 
 def test_end_effector_modes_keep_the_hand_above_ee_z_min_and_hold_it_down():
-    env = gym.make_vec(PUSH, num_envs=4, device=sc.device, seed=0)
+    env = gym.make_vec(PUSH, num_envs=4, device=sc.device, seed=0, max_episode_steps=100)  # one episode
     obs, _ = env.reset(seed=0)
     env.unwrapped.cube.set_pos(torch.tensor([[0.75, 0.35, 0.025]]).repeat(4, 1))  # out of the way
     z_min = env.unwrapped.cfg.arm.ee_z_min
