@@ -8,7 +8,8 @@ used in training); the evaluation's own time is not counted as training time. Th
 ``--max-time`` minutes of training or, with ``--stop-at-target`` (default), after two evaluations at
 or above ``--target``. It prints a table (training seconds, env-steps, success, mean return), the
 time the target was first reached, the env-steps/s of the training rollouts next to the same env
-stepped bare with random actions, and saves the curve as a PNG if matplotlib is installed.
+stepped bare with random actions (and, on the CPU, the share of the rollouts' time spent in the
+env's ``step``), and saves the curve as a PNG if matplotlib is installed.
 
 ``--matching`` switches to the set-up panda-gym's PandaReach-v3 uses (end-effector control, 5 cm
 success threshold), for the comparison with Stable-Baselines3 PPO on it.
@@ -57,6 +58,7 @@ def main(argv=None) -> None:
     ctx = distributed.setup(args.device)
     logdir = Path(tempfile.mkdtemp(prefix="bench_train_"))
     runner = Runner(spec, ctx, logdir)
+    env_seconds = _time_env_steps(runner) if ctx.device.type == "cpu" else None
     eval_env = make_env(spec, args.episodes, ctx.device, seed=10_000, autoreset_mode=AutoresetMode.DISABLED)
     print(
         f"{spec.task} on {ctx.device}: {spec.train.num_envs} envs, {spec.env_overrides or 'default env config'}"
@@ -89,6 +91,11 @@ def main(argv=None) -> None:
         f"\nrollout env-steps/s during training {rollout_rate:,.0f}; the bare env with random actions "
         f"{bare_rate:,.0f} at {spec.train.num_envs} envs: {rollout_rate / bare_rate:.2f}x"
     )
+    if env_seconds is not None:
+        print(
+            f"env.step took {env_seconds[0] / runner.rollout_seconds:.0%} of the rollouts' time "
+            f"(the policy's states, contacts included, at {runner.env_steps / env_seconds[0]:,.0f} env-steps/s)"
+        )
     print(f"\n{'train s':>8} {'env-steps':>12} {'success':>8} {'return':>8}")
     for r in rows:
         print(f"{r['seconds']:8.1f} {r['env_steps']:12,d} {r['success_rate']:8.3f} {r['mean_return']:8.2f}")
@@ -102,6 +109,22 @@ def main(argv=None) -> None:
     _plot(rows, args, spec.task)
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "reached": reached}, indent=2))
+
+
+def _time_env_steps(runner) -> list[float]:
+    """Wrap the training env's ``step`` to add its wall-clock seconds to the returned cell (on the
+    CPU, where a step has finished when it returns, so no synchronization is added)."""
+    seconds = [0.0]
+    step = runner.env.step
+
+    def timed(actions):
+        t0 = time.perf_counter()
+        out = step(actions)
+        seconds[0] += time.perf_counter() - t0
+        return out
+
+    runner.env.step = timed
+    return seconds
 
 
 def _bare_env_rate(spec, device, steps: int = 100) -> float:
