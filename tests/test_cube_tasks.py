@@ -30,24 +30,28 @@ def scripted_lift(num_envs: int = 64, seed: int = 0, press_on_top: bool = False)
     cfg = env.unwrapped.cfg
     obs, _ = env.reset(seed=seed)
     n = num_envs
+    dt = cfg.sim.dt * cfg.sim.decimation  # control step, s
+    # per-step gains of the same time constants at any control rate (0.2 and 0.5 per 20 ms step)
+    gain, yaw_gain = 1.0 - 0.8 ** (dt / 0.02), 1.0 - 0.5 ** (dt / 0.02)
     success = torch.zeros(n, dtype=torch.bool, device=sc.device)
-    for t in range(cfg.max_episode_steps):
+    for step in range(cfg.max_episode_steps):
+        t = step * dt  # s: approach 0.6, descend 0.4, close 0.2, then lift
         ee, cube, goal = obs[:, 16:19], obs[:, 25:28], obs[:, 43:46]
         hand_x, cube_x = obs[:, 19:22], obs[:, 28:31]
         yaw_err = torch.atan2(cube_x[:, 1], cube_x[:, 0]) - torch.atan2(hand_x[:, 1], hand_x[:, 0])
         yaw_err = torch.remainder(yaw_err + math.pi / 4, math.pi / 2) - math.pi / 4  # a cube: mod 90 deg
-        if t < 30:
+        if t < 0.6 - 1e-6:
             target, grip = cube + torch.tensor([0.0, 0.0, 0.08], device=sc.device), 1.0
-        elif t < 50:
+        elif t < 1.0 - 1e-6:
             target, grip = cube + torch.tensor([0.0, 0.0, 0.005], device=sc.device), 1.0
-        elif t < 60:
+        elif t < 1.2 - 1e-6:
             target, grip = cube + torch.tensor([0.0, 0.0, 0.005], device=sc.device), -1.0
         else:
             target, grip = torch.cat([cube[:, :2], goal[:, 2:] + 0.04], 1), -1.0
         if press_on_top:
             target, grip = cube, -1.0
-        move = (0.2 * (target - ee) / cfg.arm.ee_delta_scale).clamp(-1.0, 1.0)  # integrating: low gain
-        yaw = (0.5 * yaw_err / cfg.arm.yaw_delta_scale).clamp(-1.0, 1.0)
+        move = (gain * (target - ee) / cfg.arm.ee_delta_scale).clamp(-1.0, 1.0)  # integrating: low gain
+        yaw = (yaw_gain * yaw_err / cfg.arm.yaw_delta_scale).clamp(-1.0, 1.0)
         action = torch.cat([move, yaw[:, None], torch.full((n, 1), grip, device=sc.device)], 1)
         obs, _, _, _, info = env.step(action)
         success = info["success"]
