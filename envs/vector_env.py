@@ -280,7 +280,7 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         wp.launch(kernel, dim=dim, inputs=inputs, device=self.scene.sim.rigid_solver.wp_device)
         return obs
 
-    def _evaluate(self, action: torch.Tensor | None = None) -> tuple:
+    def _evaluate(self) -> tuple:
         """``(reward, terminated, success, info)`` of the current state by the task alone (no time
         limit, no episode bookkeeping): ``(num_envs,)`` float32, bool, bool and the task's info keys
         (the evaluate pass). For tests and inspection; ``step`` does not call it."""

@@ -162,7 +162,7 @@ def test_reward_and_success_on_hand_built_states():
     u.target_pos.copy_(ee + offset)
     obs = u._observe(torch.full((2, u.step_noise_dim), 0.5, device=sc.device))
     assert torch.allclose(obs[:, 20:23], u.target_pos - ee, atol=1e-6)
-    reward, terminated, success, info = u._evaluate(torch.zeros(2, 7, device=sc.device))
+    reward, terminated, success, info = u._evaluate()
     w = u.cfg.reward
     d = torch.tensor([0.005, 0.3], device=sc.device)
     expected = (
