@@ -13,6 +13,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
+from host_sync import no_host_sync
+from torch.utils._python_dispatch import _disable_current_modes
 
 import sim_core as sc
 from warpgym.render import RenderUnavailableError
@@ -109,6 +111,51 @@ def _point_spec():
 
 def _params(runner: Runner) -> torch.Tensor:
     return torch.cat([p.detach().reshape(-1) for p in runner.module.parameters()])
+
+
+@pytest.mark.parametrize("limit", [3, 8, 20])
+def test_rollout_values_match_the_critic_on_every_row(limit):
+    """The rollout's values, gathered terminal values and last values equal the critic run on every
+    row, with the time limit cutting envs once, twice or three times per rollout (or not at all)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    overrides = {"env": {"max_episode_steps": limit}, "train": {"num_envs": 16, "ppo": {"num_steps": 8}}}
+    spec = load_run_spec("Test/Point-v0", config=str(ASSETS / "point.toml"), overrides=overrides)
+    runner = Runner(spec, _ctx(), None)
+    runner.train(max_iterations=1)
+    before = runner._obs
+    runner.collect()
+    s, critic = runner.storage, runner.module.value
+    with torch.inference_mode():
+        values, final, last = runner._values(runner._obs)
+        every_final = critic(s.final_obs) * s.bootstrapped
+    per_env = s.bootstrapped.sum(0)
+    assert per_env.max() <= -(-8 // limit) and (per_env.sum() > 0) == (limit <= 8)
+    assert not torch.equal(before, runner._obs)
+    assert torch.allclose(values, critic(s.obs), atol=1e-6)
+    assert torch.allclose(final, every_final, atol=1e-6)
+    assert torch.allclose(last, critic(runner.normalizer(runner._obs)), atol=1e-6)
+
+
+def test_a_rollout_never_waits_on_the_device():
+    """Normalize, policy, sampling, env step and storage writes, the values and advantages after
+    them, and PPO's update run under the host-sync guard: the rollout step is safe to record in a
+    CUDA graph, and the update reads nothing back per minibatch."""
+    spec = load_run_spec("WarpGym/FrankaLift-v0", overrides={"train": {"num_envs": 8, "ppo": {"num_steps": 4}}})
+    runner = Runner(spec, _ctx(), None)
+    runner.iterate()  # the first step records the env's launches; Adam creates its state
+    # Adam is built capturable on CUDA (no host read of its step count); torch allows that on GPUs
+    # only, so on the CPU its step runs outside the guard
+    adam_step = runner.ppo.optimizer.step
+
+    def unguarded_step(*args, **kwargs):
+        with _disable_current_modes():
+            return adam_step(*args, **kwargs)
+
+    runner.ppo.optimizer.step = unguarded_step
+    with no_host_sync():
+        runner.collect()
+        losses = runner.ppo.update(runner.storage)
+    assert torch.isfinite(runner.storage.returns).all() and all(torch.isfinite(v) for v in losses.values())
 
 
 def test_resume_on_the_same_device_restores_everything_exactly(tmp_path):

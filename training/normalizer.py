@@ -27,7 +27,7 @@ class ObsNormalizer(nn.Module):
         """Merge the batch ``x (B, dim)`` into the statistics (no host read)."""
         if not self.enabled:
             return
-        stats = torch.cat([x.sum(0), x.square().sum(0), x.new_tensor([x.shape[0]])])
+        stats = torch.cat([x.sum(0), x.square().sum(0), x.new_full((1,), x.shape[0])])
         distributed.all_reduce_sum(stats)
         d = x.shape[1]
         n = stats[2 * d]

@@ -2,7 +2,8 @@
 
 Per iteration there is one host read (the logged statistics, gathered over ranks); the rollout loop
 itself reads nothing back from the device. Truncated episodes are bootstrapped from the value of the
-env's ``infos["final_obs"]`` (the env runs in ``SAME_STEP`` autoreset); terminated ones are not.
+env's ``infos["final_obs"]`` (the env runs in ``SAME_STEP`` autoreset); terminated ones, and those
+cut by a sim error, are not.
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ class Runner:
             self.model = DistributedDataParallel(self.module, device_ids=ids)
         self.ppo = PPO(self.model, self.module, self.cfg.ppo, self.device, seed + ctx.rank)
         self.storage = RolloutStorage(self.cfg.ppo.num_steps, self.cfg.num_envs, obs_dim, act_dim, self.device)
+        limit = getattr(self.env.unwrapped, "max_episode_steps", None) or 1  # unknown: every row
+        self._final_rows = self.cfg.num_envs * math.ceil(self.cfg.ppo.num_steps / limit)
         self.sampler = torch.Generator(device=self.device).manual_seed(seed + 7919 * (ctx.rank + 1))
         self.iteration = 0
         self.env_steps = 0  # over all ranks
@@ -147,14 +150,30 @@ class Runner:
             if "sim_error" in ep:  # sim-error endings, from envs that report them (WarpVectorEnv does)
                 s.ep_sim_error[t] = ep["sim_error"]
         self._obs = obs
-        T, N = s.rewards.shape
-        values = self.module.value(torch.cat([s.flat("obs"), s.flat("final_obs"), self.normalizer(obs)]))
-        s.values.copy_(values[: T * N].view(T, N))
-        final_values = values[T * N : 2 * T * N].view(T, N)
+        values, final_values, last_values = self._values(obs)
+        s.values.copy_(values)
         s.log_probs.copy_(gaussian_log_prob(s.actions, s.means, log_std))
-        rewards = bootstrap_truncated(s.rewards, s.truncated, final_values, gamma)
-        s.advantages, s.returns = gae(rewards, s.values, s.dones, values[2 * T * N :], gamma, ppo.lam)
+        rewards = bootstrap_truncated(s.rewards, s.bootstrapped, final_values, gamma)
+        s.advantages, s.returns = gae(rewards, s.values, s.dones, last_values, gamma, ppo.lam)
         self._stats += s.episode_sums()
+
+    def _values(self, last_obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The critic's values of the rollout: of every step's observation ``(T, N)``, of the terminal
+        observations of the episodes bootstrapped at each step ``(T, N)`` (0 elsewhere) and of
+        ``last_obs`` ``(N,)``.
+
+        The critic runs on N rows at a time, which keeps its activations in cache. Terminal
+        observations are gathered first: an env is cut by the time limit at most
+        ``ceil(T / max_episode_steps)`` times in T steps, so a fixed number of rows (sorted to the
+        front, no host read) holds every one of them."""
+        s = self.storage
+        values = torch.stack([self.module.value(o) for o in s.obs])
+        T, N = values.shape
+        boot = s.bootstrapped.reshape(-1)
+        rows = torch.sort(boot.to(torch.uint8), descending=True, stable=True).indices[: self._final_rows]
+        final = torch.zeros(T * N, device=self.device)
+        final[rows] = self.module.value(s.flat("final_obs")[rows]) * boot[rows]
+        return values, final.view(T, N), self.module.value(self.normalizer(last_obs))
 
     # ---- the loop -------------------------------------------------------------------------------
     def iterate(self, elapsed_before: float = 0.0, total: int | None = None, max_time_s: float | None = None):

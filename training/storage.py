@@ -77,6 +77,13 @@ class RolloutStorage:
         """(T, N) bool: the episode ended at this step (terminated or truncated)."""
         return self.terminated | self.truncated
 
+    @property
+    def bootstrapped(self) -> torch.Tensor:
+        """(T, N) bool: the episode was truncated at this step and is bootstrapped from the value of
+        its terminal observation; an episode cut by a sim error is not (its state is not finite
+        or its contacts overflowed, so its value means nothing) and counts as terminated."""
+        return self.truncated & ~(self.ep_ended & self.ep_sim_error)
+
     def episode_sums(self) -> torch.Tensor:
         """(5,) sums over the episodes that ended in this rollout: return, length, successes,
         episodes, sim-error endings."""
