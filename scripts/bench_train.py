@@ -5,11 +5,12 @@ Training runs in this process with the task's default config (``configs/<task>.t
 with ``key=value``). Every ``--eval-every`` seconds of training, the deterministic policy (the
 Gaussian's mean) runs ``--episodes`` fresh episodes (one per env, autoreset disabled, seeds never
 used in training); the evaluation's own time is not counted as training time. The run stops at
-``--max-time`` minutes of training or, with ``--stop-at-target`` (default), after two evaluations at
-or above ``--target``. It prints a table (training seconds, env-steps, success, mean return), the
-time the target was first reached, the env-steps/s of the training rollouts next to the same env
-stepped bare with random actions (and, on the CPU, the share of the rollouts' time spent in the
-env's ``step``), and saves the curve as a PNG if matplotlib is installed.
+``--max-time`` minutes of training or ``--max-env-steps`` (then evaluated once more) or, with
+``--stop-at-target`` (default), after two evaluations at or above ``--target``. It prints a table
+(training seconds, env-steps, success, mean return), the time the target was first reached, the
+env-steps/s of the training rollouts next to the same env stepped bare with random actions (and, on
+the CPU, the share of the rollouts' time spent in the env's ``step``), and saves the curve as a PNG
+if matplotlib is installed.
 
 ``--matching`` switches to the set-up panda-gym's PandaReach-v3 uses (end-effector control, 5 cm
 success threshold), for the comparison with Stable-Baselines3 PPO on it.
@@ -44,6 +45,7 @@ def main(argv=None) -> None:
     p.add_argument("--task", default="WarpGym/FrankaReach-v0")
     p.add_argument("--device", default=None)
     p.add_argument("--max-time", type=float, default=3.0, help="minutes of training")
+    p.add_argument("--max-env-steps", type=float, default=None, help="stop after this many env-steps")
     p.add_argument("--eval-every", type=float, default=10.0, help="seconds of training between evaluations")
     p.add_argument("--episodes", type=int, default=1000)
     p.add_argument("--target", type=float, default=0.95)
@@ -65,13 +67,9 @@ def main(argv=None) -> None:
     )
     rows, reached, trained, hits = [], None, 0.0, 0
     next_eval = args.eval_every
-    while trained < args.max_time * 60:
-        t0 = time.perf_counter()
-        runner.iterate(trained, None, args.max_time * 60)
-        trained += time.perf_counter() - t0
-        if trained < next_eval:
-            continue
-        next_eval += args.eval_every
+    budget = args.max_env_steps or float("inf")
+
+    def evaluate_now():
         result = evaluate(runner.policy, eval_env, args.episodes, seed=20_000 + len(rows) * 1000)
         rows.append({"seconds": trained, "env_steps": runner.env_steps, **result})
         print(
@@ -79,11 +77,26 @@ def main(argv=None) -> None:
             f"success {result['success_rate']:.3f}, return {result['mean_return']:.2f}",
             flush=True,
         )
-        if result["success_rate"] >= args.target:
+        return result["success_rate"]
+
+    stopped = False
+    while trained < args.max_time * 60 and runner.env_steps < budget:
+        t0 = time.perf_counter()
+        runner.iterate(trained, None, args.max_time * 60)
+        trained += time.perf_counter() - t0
+        if trained < next_eval:
+            continue
+        next_eval += args.eval_every
+        if evaluate_now() >= args.target:
             hits += 1
             reached = reached or rows[-1]
             if args.stop_at_target and hits >= 2:
+                stopped = True
                 break
+    if not stopped and (not rows or rows[-1]["env_steps"] != runner.env_steps):
+        evaluate_now()  # where the run ended
+        if rows[-1]["success_rate"] >= args.target:
+            reached = reached or rows[-1]
     runner.finish()
     rollout_rate = runner.env_steps / runner.rollout_seconds
     bare_rate = _bare_env_rate(spec, ctx.device)
