@@ -24,7 +24,7 @@ import mujoco
 import numpy as np
 import torch
 
-from sim_core._gl import headless_backend
+from sim_core.gl_backend import headless_backend
 
 __all__ = ["RenderConfig", "Marker", "SceneRenderer", "RenderUnavailableError"]
 
@@ -115,9 +115,9 @@ class SceneRenderer:
         """``(height, width, 3)`` uint8 image of the envs in ``envs_idx`` (a list of indices)."""
         solver = self.scene.sim.rigid_solver
         idx = torch.as_tensor(list(envs_idx), dtype=torch.long, device=solver.device)
-        qpos = solver.t["qpos"][idx].detach().cpu().numpy().astype(np.float64)  # (k, nq)
-        has_sizes = solver.contacts is not None  # per-env geom sizes live with the contact buffers
-        sizes = solver.tc["geom_size"][idx].cpu().numpy() if has_sizes else None  # (k, ngeom, 3)
+        qpos = solver.state.qpos[idx].detach().cpu().numpy().astype(np.float64)  # (k, nq)
+        has_sizes = solver.params.geom_size.shape[1] > 0  # per-env geom sizes exist with contacts
+        sizes = solver.params.geom_size[idx].cpu().numpy() if has_sizes else None  # (k, ngeom, 3)
         offsets = self.scene.envs_offset[idx].cpu().numpy() if len(idx) > 1 else np.zeros((1, 3))
         offsets = offsets - offsets.mean(axis=0)
         marker_pos = [m.pos[idx].detach().cpu().numpy() for m in markers]

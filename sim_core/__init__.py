@@ -3,7 +3,7 @@
 Importing works before ``init()``; ``sc.device`` and ``sc.backend`` are None until then.
 """
 
-from . import _gl  # noqa: F401, I001 (first: picks MuJoCo's headless GL backend before mujoco loads)
+from . import gl_backend  # noqa: F401, I001 (first: picks MuJoCo's headless GL backend before mujoco loads)
 from . import materials, morphs
 from .errors import (
     AlreadyBuiltError,

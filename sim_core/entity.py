@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 import mujoco
 import torch
 
-from . import _select, morphs
+from . import _select
+from .entity_base import BaseMixin
+from .entity_params import ParamsMixin
 from .errors import InvalidValueError, NotBuiltError
 from .io import EntityRange
 from .jacobian import JacobianPlan
 from .materials import Rigid
 from .morphs import Morph
-from .segments import inertial_slots, quat_to_mat_np
-from .transforms import quat_rotate
 from .types import CtrlMode, JointType
 
 _MODE_VALUES = {mode: torch.tensor(int(mode), dtype=torch.int32) for mode in CtrlMode}
@@ -71,7 +71,7 @@ class RigidJoint:
         return f"RigidJoint({self.name!r}, {self.type.name}, dofs_idx_local={self.dofs_idx_local})"
 
 
-class RigidEntity:
+class RigidEntity(BaseMixin, ParamsMixin):
     """An entity added to a scene. Usable (getters, setters, controllers) after ``scene.build()``."""
 
     def __init__(self, scene: Scene, idx: int, morph: Morph, material: Rigid | None = None):
@@ -192,7 +192,7 @@ class RigidEntity:
 
     def _get(self, field: str, dofs_idx_local, envs_idx) -> torch.Tensor:
         cols, sel = self._sel(dofs_idx_local, envs_idx)
-        return _select.read(self.solver.t[field], cols, sel, self.solver.n_envs)
+        return _select.read(self.solver._t[field], cols, sel, self.solver.n_envs)
 
     def _set(self, pairs, value, name, dofs_idx_local, envs_idx, *, check=None, unsafe=False):
         """Validate ``value`` once, then write it to every ``(field, cols)`` in ``pairs``.
@@ -206,7 +206,7 @@ class RigidEntity:
         if check is not None:
             check(vals)
         for field, target_cols, v in pairs(cols, vals):
-            _select.write(s.t[field], target_cols, sel, v, batched and v.dim() > 0, s.n_envs)
+            _select.write(s._t[field], target_cols, sel, v, batched and v.dim() > 0, s.n_envs)
         return sel
 
     def _control(self, field: str, mode: CtrlMode, value, name, dofs_idx_local, envs_idx, unsafe):
@@ -223,7 +223,7 @@ class RigidEntity:
         """Joint positions, ``([n_envs,] n_selected_dofs)``, rad or m (hinge/slide dofs)."""
         qcols = self._qcols(dofs_idx_local)
         sel = _select.select_envs(envs_idx, self.solver.n_envs, self.solver.device)
-        return _select.read(self.solver.t["qpos"], qcols, sel, self.solver.n_envs)
+        return _select.read(self.solver.state.qpos, qcols, sel, self.solver.n_envs)
 
     def get_dofs_velocity(self, dofs_idx_local=None, envs_idx=None) -> torch.Tensor:
         """Dof velocities, ``([n_envs,] n_selected_dofs)``, rad/s or m/s."""
@@ -282,88 +282,6 @@ class RigidEntity:
         xpos, xquat = s.poses()
         jac = plan(xpos, xquat, point)
         return jac[0] if s.n_envs == 0 else jac
-
-    # ---- the base: free bodies (fixed=False) and fixed ones ------------------------------------
-    def _free(self) -> tuple[int, int] | None:
-        """(qpos address, dof address) of the base's free joint, or None for a fixed base."""
-        if self.joints and self.joints[0].type == JointType.FREE:
-            return self.joints[0].qs_idx[0], self.joints[0].dofs_idx[0]
-        return None
-
-    def _base_state(self, field: str, start: int, n: int, envs_idx) -> torch.Tensor:
-        s = self.solver
-        sel = _select.select_envs(envs_idx, s.n_envs, s.device)
-        return _select.read(s.t[field], slice(start, start + n), sel, s.n_envs)
-
-    def get_pos(self, envs_idx=None) -> torch.Tensor:
-        """Base position in the world, ``([n_envs,] 3)``, m."""
-        self.solver  # noqa: B018 (raises NotBuiltError before build)
-        free = self._free()
-        if free is None:
-            return self.links[0].get_pos(envs_idx)
-        return self._base_state("qpos", free[0], 3, envs_idx)
-
-    def get_quat(self, envs_idx=None) -> torch.Tensor:
-        """Base orientation (w, x, y, z), ``([n_envs,] 4)``."""
-        self.solver  # noqa: B018
-        free = self._free()
-        if free is None:
-            return self.links[0].get_quat(envs_idx)
-        return self._base_state("qpos", free[0] + 3, 4, envs_idx)
-
-    def get_vel(self, envs_idx=None) -> torch.Tensor:
-        """Linear velocity of the base origin in the world, ``([n_envs,] 3)``, m/s (zero if fixed)."""
-        self.solver  # noqa: B018
-        free = self._free()
-        if free is None:
-            return torch.zeros_like(self.get_pos(envs_idx))
-        return self._base_state("qvel", free[1], 3, envs_idx)
-
-    def get_ang(self, envs_idx=None) -> torch.Tensor:
-        """Angular velocity of the base in the world frame, ``([n_envs,] 3)``, rad/s (zero if fixed)."""
-        self.solver  # noqa: B018
-        free = self._free()
-        if free is None:
-            return torch.zeros_like(self.get_pos(envs_idx))
-        local = self._base_state("qvel", free[1] + 3, 3, envs_idx)  # MuJoCo keeps it in the body frame
-        return quat_rotate(self.get_quat(envs_idx), local)
-
-    def _need_free(self, what: str) -> tuple[int, int]:
-        self.solver  # noqa: B018
-        free = self._free()
-        if free is None:
-            raise InvalidValueError(f"{what}: {self!r} has a fixed base; only free bodies (fixed=False) move")
-        return free
-
-    def set_pos(self, pos, envs_idx=None, zero_velocity=True, *, unsafe=False) -> None:
-        """Move a free base to ``pos`` ``([n_envs,] 3)``, m; ``zero_velocity`` stops the body too."""
-        q, d = self._need_free("set_pos")
-        self._set_base(slice(q, q + 3), pos, "pos", 3, envs_idx, zero_velocity, d, unsafe)
-
-    def set_quat(self, quat, envs_idx=None, zero_velocity=True, *, unsafe=False) -> None:
-        """Turn a free base to ``quat`` (w, x, y, z) ``([n_envs,] 4)``, normalized; it must not be zero."""
-        q, d = self._need_free("set_quat")
-
-        def normalize(v: torch.Tensor) -> torch.Tensor:
-            norm = v.norm(dim=-1, keepdim=True)
-            if not unsafe and bool((norm < 1e-9).any()):
-                raise InvalidValueError("quat: a rotation quaternion must have non-zero norm")
-            return v / norm
-
-        self._set_base(slice(q + 3, q + 7), quat, "quat", 4, envs_idx, zero_velocity, d, unsafe, normalize)
-
-    def _set_base(self, cols, value, name, n, envs_idx, zero_velocity, dof, unsafe, transform=None) -> None:
-        s = self.solver
-        sel = _select.select_envs(envs_idx, s.n_envs, s.device)
-        vals, batched = _select.to_values(value, name, sel, s.n_envs, (n,), s.device, check_finite=not unsafe)
-        if transform is not None:
-            vals = transform(vals)
-        _select.write(s.t["qpos"], cols, sel, vals, batched, s.n_envs)
-        if zero_velocity:
-            _select.write(
-                s.t["qvel"], slice(dof, dof + 6), sel, torch.zeros(6, device=s.device), False, s.n_envs
-            )
-        s.state_changed(sel)
 
     # ---- setters ---------------------------------------------------------------------------
     def set_dofs_position(
@@ -432,124 +350,8 @@ class RigidEntity:
             raise _select.ShapeError(f"lower/upper: shapes differ: {tuple(lo.shape)} vs {tuple(hi.shape)}")
         if bool((lo > hi).any()):
             raise InvalidValueError("lower/upper: lower must not exceed upper")
-        _select.write(s.t["dof_force_lo"], cols, sel, lo, b1, s.n_envs)
-        _select.write(s.t["dof_force_hi"], cols, sel, hi, b1, s.n_envs)
-
-    # ---- contact parameters --------------------------------------------------------------------
-    def _friction_field(self, name: str) -> torch.Tensor:
-        s = self.solver
-        if s.contacts is None:
-            raise InvalidValueError(f"{name}: this scene has no colliding geom pairs (or collision is off)")
-        return s.tc["friction"]
-
-    def get_friction(self, envs_idx=None) -> torch.Tensor:
-        """Sliding friction coefficient of each of the entity's geoms, ``([n_envs,] n_geoms)``. A
-        contact uses the larger coefficient of its two geoms (MuJoCo's rule)."""
-        field = self._friction_field("get_friction")
-        sel = _select.select_envs(envs_idx, self.solver.n_envs, self.solver.device)
-        return _select.read(field, self.geoms_idx, sel, self.solver.n_envs).clone()
-
-    def set_friction(self, friction, envs_idx=None, *, unsafe=False) -> None:
-        """Set the sliding friction coefficient (>= 0) of all the entity's geoms: a number for every
-        selected env, or ``(n_envs,)`` / ``(len(envs_idx),)`` values, one per env (for domain
-        randomization without rebuilding). ``unsafe`` skips the value checks (no device reads)."""
-        s = self.solver
-        field = self._friction_field("set_friction")
-        sel = _select.select_envs(envs_idx, s.n_envs, s.device)
-        vals, batched = _select.to_values(
-            friction, "friction", sel, s.n_envs, (), s.device, check_finite=not unsafe
-        )
-        if not unsafe and bool((vals < 0).any()):
-            raise InvalidValueError("friction: coefficients must be >= 0")
-        cols = torch.as_tensor(self.geoms_idx, device=s.device)
-        vals = vals[..., None].expand(vals.shape + (len(self.geoms_idx),))
-        _select.write(field, cols, sel, vals, batched, s.n_envs)
-
-    # ---- per-env mass and size of a free object ----------------------------------------------
-    def _slot(self, what: str) -> int:
-        """The per-env inertial slot (``segments.inertial_slots``) of the entity's base body."""
-        slots = inertial_slots(self.solver.model)
-        if self._free() is None or self.links[0].idx not in slots:
-            raise InvalidValueError(
-                f"{what}: the base of {self!r} is not a free body that carries no other body (fixed=False)"
-            )
-        return slots.index(self.links[0].idx)
-
-    def get_mass(self, envs_idx=None) -> torch.Tensor:
-        """Mass of the entity's free base body (one that carries no other body), ``([n_envs])``, kg."""
-        s, k = self.solver, self._slot("get_mass")
-        sel = _select.select_envs(envs_idx, s.n_envs, s.device)
-        scale = _select.read(s.t["body_inertial"][:, k], slice(0, 1), sel, s.n_envs)[..., 0]
-        return scale * float(s.model.body_mass[self.links[0].idx])
-
-    def set_mass(self, mass, envs_idx=None, *, unsafe=False) -> None:
-        """Set the mass (> 0, kg) of the entity's free base body (one that carries no other body, such
-        as an object) per env: a number, or ``(n_envs,)`` / ``(len(envs_idx),)`` values. Its inertia
-        scales with it (same shape, another density). No rebuild: for domain randomization.
-        ``unsafe`` skips the value checks (no device reads)."""
-        s = self.solver
-        self._slot("set_mass")
-        sel = _select.select_envs(envs_idx, s.n_envs, s.device)
-        vals, batched = _select.to_values(mass, "mass", sel, s.n_envs, (), s.device, check_finite=not unsafe)
-        if not unsafe and not bool((vals > 0).all()):
-            raise InvalidValueError("mass: expected masses > 0 kg")
-        km = vals / float(s.model.body_mass[self.links[0].idx])
-
-        def scaled(old: torch.Tensor) -> torch.Tensor:  # same shape: every moment scales with the mass
-            k = km.expand(old.shape[:-1])
-            return torch.cat([k[..., None], old[..., 1:] * (k / old[..., 0])[..., None]], dim=-1)
-
-        self._update_inertial("set_mass", sel, batched, vals, scaled)
-
-    def _update_inertial(self, what: str, sel, batched: bool, vals: torch.Tensor, fn) -> None:
-        """``body_inertial`` rows of the selected envs = ``fn(their current rows)`` (rows: (k, 4))."""
-        s, k = self.solver, self._slot(what)
-        field = s.t["body_inertial"][:, k]  # (nworld, 4): mass scale, principal moment scales
-        full = batched and sel.mask is not None and vals.shape[0] == s.n_envs  # values for all rows
-        new = fn(field if full else _select.read(field, slice(0, 4), sel, s.n_envs))
-        _select.write(field, slice(0, 4), sel, new, new.ndim == 2, s.n_envs)
-
-    def set_size(self, size, envs_idx=None, *, unsafe=False) -> None:
-        """Set a free ``Box`` entity's full edge lengths ``([k,] 3)`` (> 0, m) per env, for domain
-        randomization without a rebuild: its collision shape changes, its mass stays and its inertia
-        follows the new shape. The renderer draws each env at its own size.
-        ``unsafe`` skips the value checks (no device reads)."""
-        s = self.solver
-        self._slot("set_size")
-        if not isinstance(self.morph, morphs.Box) or s.contacts is None:
-            raise InvalidValueError("set_size: supported for Box entities in a scene with collisions")
-        sel = _select.select_envs(envs_idx, s.n_envs, s.device)
-        vals, batched = _select.to_values(size, "size", sel, s.n_envs, (3,), s.device, check_finite=not unsafe)
-        if not unsafe and not bool((vals > 0).all()):
-            raise InvalidValueError("size: expected edge lengths > 0 m")
-        # a box's moment about its principal axis u_a (a column of the body's inertia frame) is
-        # u_a^T diag(hy^2 + hz^2, hx^2 + hz^2, hx^2 + hy^2) u_a times m / 3 (half edges h)
-        rot = quat_to_mat_np(s.model.mjmodel.body_iquat[self.links[0].idx])
-        w = torch.as_tensor(rot.T**2, dtype=torch.float32, device=s.device)  # (principal, body axes)
-
-        def moments(edges: torch.Tensor) -> torch.Tensor:
-            h2 = (edges / 2) ** 2
-            return (h2.sum(-1, keepdim=True) - h2) @ w.T
-
-        built = torch.as_tensor(self.morph.size, dtype=torch.float32, device=s.device)
-        shape = moments(vals) / moments(built)
-
-        def reshaped(old: torch.Tensor) -> torch.Tensor:  # same mass, moments of the new shape
-            return torch.cat([old[..., :1], old[..., :1] * shape.expand(old.shape[:-1] + (3,))], dim=-1)
-
-        self._update_inertial("set_size", sel, batched, vals, reshaped)
-        half = (vals / 2).unsqueeze(-2).expand(vals.shape[:-1] + (len(self.geoms_idx), 3))
-        cols = torch.as_tensor(self.geoms_idx, device=s.device)
-        _select.write(s.tc["geom_size"], cols, sel, half, batched, s.n_envs)
-        s.state_changed(sel)  # the contacts the last step ended with are of the old shape
-
-    def get_size(self, envs_idx=None) -> torch.Tensor:
-        """Full edge lengths of a free ``Box`` entity, ``([n_envs,] 3)``, m."""
-        s = self.solver
-        if not isinstance(self.morph, morphs.Box) or s.contacts is None:
-            raise InvalidValueError("get_size: supported for Box entities in a scene with collisions")
-        sel = _select.select_envs(envs_idx, s.n_envs, s.device)
-        return 2.0 * _select.read(s.tc["geom_size"][:, self.geoms_idx[0]], slice(0, 3), sel, s.n_envs)
+        _select.write(s.params.dof_force_lo, cols, sel, lo, b1, s.n_envs)
+        _select.write(s.params.dof_force_hi, cols, sel, hi, b1, s.n_envs)
 
     # ---- controllers -------------------------------------------------------------------------
     def control_dofs_position(self, position, dofs_idx_local=None, envs_idx=None, *, unsafe=False):

@@ -15,12 +15,13 @@ import mujoco
 import numpy as np
 import warp as wp
 
-from . import materials, morphs
+from . import appearance, materials, morphs
+from .contact import pairs
+from .engine.segments import inertial_slots
 from .errors import UnsupportedModelError
-from .segments import inertial_slots
-from .types import CtrlMode, Data, JointType, Model
+from .types import CtrlMode, Data, JointType, Model, dof_qposadr
 
-__all__ = ["EntityRange", "compile_scene", "model_from_mj", "initial_qpos", "dof_qposadr", "make_data"]
+__all__ = ["EntityRange", "compile_scene", "model_from_mj", "initial_qpos", "make_data"]
 
 _OPTION_FIELDS = ("timestep", "gravity", "integrator", "iterations", "ls_iterations")
 
@@ -97,7 +98,7 @@ def compile_scene(
     scene.option.timestep = timestep
     scene.option.gravity = list(gravity)
     scene.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
-    _add_appearance(scene)
+    appearance.add_appearance(scene)
     counts = []
     entity_materials = entity_materials or [None] * len(entity_morphs)
     for i, (morph, material) in enumerate(zip(entity_morphs, entity_materials, strict=True)):
@@ -140,31 +141,6 @@ def _set_friction(geoms, material: materials.Rigid | None) -> None:
             geom.friction = [material.friction, *list(geom.friction)[1:]]
 
 
-def _add_texture(scene: mujoco.MjSpec, name, kind, builtin, rgb1, rgb2, width, height) -> None:
-    tex = scene.add_texture()
-    tex.name, tex.type, tex.builtin = name, kind, builtin
-    tex.rgb1, tex.rgb2, tex.width, tex.height = rgb1, rgb2, width, height
-
-
-def _add_appearance(scene: mujoco.MjSpec) -> None:
-    """Visual-only elements for pictures: a sky gradient, a checkered floor material, two lights.
-    (Lights, textures and materials take no part in the physics.)"""
-    t, b = mujoco.mjtTexture, mujoco.mjtBuiltin
-    sky, grid = ([0.55, 0.68, 0.82], [0.12, 0.14, 0.18]), ([0.66, 0.69, 0.73], [0.56, 0.59, 0.64])
-    _add_texture(scene, "sim_core/sky", t.mjTEXTURE_SKYBOX, b.mjBUILTIN_GRADIENT, *sky, 256, 1536)
-    _add_texture(scene, "sim_core/grid", t.mjTEXTURE_2D, b.mjBUILTIN_CHECKER, *grid, 512, 512)
-    floor = scene.add_material()
-    floor.name, floor.texrepeat, floor.reflectance = "sim_core/floor", [8.0, 8.0], 0.05
-    floor.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = "sim_core/grid"
-    scene.visual.headlight.ambient = [0.35, 0.35, 0.35]
-    scene.visual.headlight.diffuse = [0.45, 0.45, 0.45]
-    for pos, direction in (([0.0, 0.0, 4.0], [0.0, 0.0, -1.0]), ([2.0, -2.0, 3.0], [-0.5, 0.5, -0.7])):
-        light = scene.worldbody.add_light()
-        light.pos, light.dir = pos, direction
-        light.diffuse, light.specular = [0.6, 0.6, 0.6], [0.15, 0.15, 0.15]
-        light.castshadow = pos[2] > 3.5
-
-
 def _name(mjm: mujoco.MjModel, obj: mujoco.mjtObj, i: int) -> str:
     name = mujoco.mj_id2name(mjm, obj, i)
     return repr(name) if name else f"#{i}"
@@ -192,22 +168,17 @@ def _check_supported(mjm: mujoco.MjModel, rng: EntityRange, morph: morphs.Morph)
             problems.append(
                 f"body {_name(mjm, mujoco.mjtObj.mjOBJ_BODY, b)}: gravcomp differs from its tree root's"
             )
-    collide_types = {
-        mujoco.mjtGeom.mjGEOM_PLANE,
-        mujoco.mjtGeom.mjGEOM_SPHERE,
-        mujoco.mjtGeom.mjGEOM_CAPSULE,
-        mujoco.mjtGeom.mjGEOM_BOX,
-    }
+    colliding = pairs.colliding_geoms(mjm)
     for g in range(mjm.ngeom):
         if mjm.geom_bodyid[g] not in bodies:
             continue
-        colliding = mjm.geom_contype[g] or mjm.geom_conaffinity[g]
-        if colliding and int(mjm.geom_type[g]) not in collide_types:
+        if colliding[g] and int(mjm.geom_type[g]) not in pairs.GEOM_TYPES:
             kind = mujoco.mjtGeom(int(mjm.geom_type[g])).name[7:].lower()
             problems.append(f"geom {_name(mjm, mujoco.mjtObj.mjOBJ_GEOM, g)}: {kind} collision geom")
     jnt_dofs = set()
     for j in joints:
-        jnt_dofs.update(range(mjm.jnt_dofadr[j], mjm.jnt_dofadr[j] + (6 if mjm.jnt_type[j] == 0 else 1)))
+        ndof = 6 if mjm.jnt_type[j] == JointType.FREE else 1
+        jnt_dofs.update(range(mjm.jnt_dofadr[j], mjm.jnt_dofadr[j] + ndof))
     for a in range(mjm.nu):
         if mjm.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT:
             if mjm.jnt_dofadr[mjm.actuator_trnid[a, 0]] not in jnt_dofs:
@@ -372,12 +343,3 @@ def make_data(model: Model, nworld: int, device) -> Data:
         dof_damping=rows(model.dof_damping),
         body_inertial=wp.ones((nworld, max(1, len(inertial_slots(model)))), dtype=wp.vec4, device=device),
     )
-
-
-def dof_qposadr(model: Model) -> np.ndarray:
-    """(nv,) qpos coordinate of each hinge/slide dof; -1 for a free joint's dofs (no single one)."""
-    adr = np.full(model.nv, -1)
-    for j in range(model.njnt):
-        if model.jnt_type[j] != JointType.FREE:
-            adr[model.jnt_dofadr[j]] = model.jnt_qposadr[j]
-    return adr

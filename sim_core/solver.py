@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 import torch
 import warp as wp
 
-from . import _select, collision, contact_solver, integrator, io, step, views
-from .codegen import Tree
+from . import _select, io, launch, state, views
+from .contact import buffers, narrow_phase, pairs
+from .engine import integrator
+from .engine.codegen import Tree
 from .errors import InvalidValueError
 from .options import RigidOptions, SimOptions
 from .transforms import contact_frame
@@ -28,12 +32,12 @@ def _error_rows(
     bad[w] = views.env_error(qpos, qvel, overflow, w)
 
 
-# most contacts one pair of geom types produces (collision.py), for sizing the default budget
-_PAIR_CONTACTS = {(0, 2): 1, (0, 3): 2, (0, 6): 4, (3, 6): 3, (6, 6): 5}
-
-
 class RigidSolver:
-    """Batched articulated-body solver over ``nworld = max(n_envs, 1)`` copies of one model."""
+    """Batched articulated-body solver over ``nworld = max(n_envs, 1)`` copies of one model.
+
+    ``state``, ``params`` and ``contacts`` (None without contacts) are torch views of its per-env
+    arrays (``sim_core.state``); ``state_view()`` and the other ``*_view()`` methods hand the same
+    memory to Warp kernels (``sim_core.views``)."""
 
     def __init__(
         self,
@@ -52,67 +56,76 @@ class RigidSolver:
         self.device = device
         self.wp_device = wp_device
         self.tree = Tree(model)
-        self.data: Data = io.make_data(model, self.nworld, wp_device)
+        self._data: Data = io.make_data(model, self.nworld, wp_device)
         self._gravity = wp.vec3(*options.gravity)
         self._graph = None
         self._steps = 0
-        # torch views of the Warp arrays (shared memory): the API reads and writes through these
-        self.t = {name: wp.to_torch(getattr(self.data, name)) for name in Data.__dataclass_fields__}
-        self._init = {name: self.t[name][:1].clone() for name in self._RESET_FIELDS}
+        # torch views of the Warp arrays (shared memory) by name; ``state`` and ``params`` hold them
+        self._t = {name: wp.to_torch(getattr(self._data, name)) for name in Data.__dataclass_fields__}
+        self._init = {name: self._t[name][:1].clone() for name in self._RESET_FIELDS}
         o = options
         contact_args = self._init_contacts()
-        self.kernels = step.load_kernels(self.tree, options.substeps, contacts=contact_args is not None)
+        t = self._t
+        self.state = state.RigidState(**{f.name: t[f.name] for f in fields(state.RigidState)})
+        per_dof = ("dof_kp", "dof_kv", "dof_damping", "dof_force_lo", "dof_force_hi", "body_inertial")
+        self.params = state.RigidParams(
+            **{f: t[f] for f in per_dof}, geom_friction=self._geom_friction, geom_size=self._geom_size
+        )
+        self.kernels = launch.load_kernels(self.tree, options.substeps, contacts=contact_args is not None)
         split_args = None
         self._split = torch.ones(self.nworld, dtype=torch.int32, device=device)  # substeps per env
         if contact_args is not None:  # the adaptive split's state (step.py): start state, substeps per env
             depth = self.rigid_options.split_depth
             self._redo_envs = torch.arange(self.nworld, dtype=torch.int32, device=device)
-            start = [wp.zeros_like(self.data.qpos), wp.zeros_like(self.data.qvel)]
+            start = [wp.zeros_like(self._data.qpos), wp.zeros_like(self._data.qvel)]
             flags = [wp.from_torch(self._split), wp.from_torch(self._redo_envs)]
-            split_args = [*start, *flags, float(depth) if depth is not None else 0.0]
-        self._step_cmds = step.record_step(
-            self.kernels, self.data, self._gravity, o.substep_dt, o.substeps, contact_args, split_args
+            split_args = launch.SplitArgs(*start, *flags, float(depth) if depth is not None else 0.0)
+        self._step_cmds = launch.record_step(
+            self.kernels, self._data, self._gravity, o.substep_dt, o.substeps, contact_args, split_args
         )
         if contact_args is not None:  # contacts at the current state where no step ended there
-            self._detect_set = step.record_detect(
-                self.kernels, self.data, self._gravity, contact_args, split_args
+            self._detect_set = launch.record_detect(
+                self.kernels, self._data, self._gravity, contact_args, split_args
             )
             self._contacts_stale = True  # some env's state was set since the last step (host flag)
         self._poses_fresh = False  # False: some env's poses may be out of date (see _stale)
         self._views: dict[str, object] = {}  # the Warp views handed to user kernels, made once
         self._stale = torch.ones(self.nworld, dtype=torch.bool, device=device)  # per env, on the device
-        self._fk_cmd = step.record_fk(self.kernels, self.data, wp.from_torch(self._stale, dtype=wp.bool))
+        self._fk_cmd = launch.record_fk(self.kernels, self._data, wp.from_torch(self._stale, dtype=wp.bool))
         self._bad = torch.empty(self.nworld, dtype=torch.bool, device=device)
         self._bad_cmd = wp.launch(
             _error_rows,
             dim=self.nworld,
-            inputs=[self.data.qpos, self.data.qvel, wp.from_torch(self._overflow)],
+            inputs=[self._data.qpos, self._data.qvel, wp.from_torch(self._overflow)],
             outputs=[wp.from_torch(self._bad)],
             device=wp_device,
             record_cmd=True,
         )
 
-    def _init_contacts(self) -> list | None:
-        """Contact buffers and tables (``self.contacts``, None without colliding pairs); returns the
+    def _init_contacts(self) -> launch.ContactArgs | None:
+        """Contact buffers and tables (``self._cd``, None without colliding pairs); returns the
         step's extra arguments."""
         mjm, ro = self.model.mjmodel, self.rigid_options
-        self.contacts = None
+        self._cd = None
+        self.contacts: state.ContactBuffers | None = None
+        self._geom_friction = torch.zeros(self.nworld, 0, device=self.device)
+        self._geom_size = torch.zeros(self.nworld, 0, 3, device=self.device)
         self.max_contacts = 0  # contact slots per env (0: no contacts in this scene)
         self._overflow = torch.zeros(self.nworld, dtype=torch.int32, device=self.device)
         if not ro.enable_collision:
             return None
-        plan = collision.CollisionPlan.build(mjm, self.wp_device, self.nworld)
+        plan = pairs.CollisionPlan.build(mjm, self.wp_device, self.nworld)
         if len(plan.pairs) == 0:
             return None
         if ro.max_contacts is None:
             types = [(int(mjm.geom_type[a]), int(mjm.geom_type[b])) for a, b in plan.pairs]
-            self.max_contacts = min(sum(_PAIR_CONTACTS.get(k, 1) for k in types), 64)
+            self.max_contacts = min(sum(pairs.MOST_CONTACTS[k] for k in types), 64)
         else:
             self.max_contacts = int(ro.max_contacts)
-        slots = collision.make_slots(self.nworld, self.max_contacts, self.wp_device)
-        cd = contact_solver.make_contact_data(
+        slots = narrow_phase.make_slots(self.nworld, self.max_contacts, self.wp_device)
+        cd = buffers.make_contact_data(
             slots,
-            collision.make_slots(self.nworld, self.max_contacts, self.wp_device),
+            narrow_phase.make_slots(self.nworld, self.max_contacts, self.wp_device),
             self.nworld,
             self.max_contacts,
             len(self.tree.limited_dofs()),
@@ -121,27 +134,29 @@ class RigidSolver:
             mjm.geom_friction[:, 0],
             self.wp_device,
         )
-        cm = contact_solver.build_contact_model(self.model, mjm, self.wp_device)
-        self.contacts = cd
+        cm = buffers.build_contact_model(self.tree, self.wp_device)
+        self._cd = cd
         self._overflow = wp.to_torch(cd.overflow)
-        self.tc = {  # torch views of the contact buffers
-            "pos": wp.to_torch(slots.pos),
-            "normal": wp.to_torch(slots.normal),
-            "dist": wp.to_torch(slots.dist),
-            "geom": wp.to_torch(slots.geom),
-            "count": wp.to_torch(cd.count),
-            "force": wp.to_torch(cd.force),
-            "friction": wp.to_torch(cd.friction),
-            "geom_size": wp.to_torch(plan.geoms.size),  # (nworld, ngeom, 3) MuJoCo's geom_size
-            "lam_geom": wp.to_torch(cd.lam_geom),
-            "fresh": wp.to_torch(cd.fresh),
-            "rounds": wp.to_torch(cd.rounds),
-        }
-        self._contact_init = {k: self.tc[k][0].clone() for k in self._CONTACT_RESET}
+        self._geom_friction, self._geom_size = wp.to_torch(cd.friction), wp.to_torch(plan.geoms.size)
+        self.contacts = state.ContactBuffers(
+            count=wp.to_torch(cd.count),
+            geom=wp.to_torch(slots.geom),
+            pos=wp.to_torch(slots.pos),
+            normal=wp.to_torch(slots.normal),
+            dist=wp.to_torch(slots.dist),
+            force=wp.to_torch(cd.force),
+            rounds=wp.to_torch(cd.rounds),
+            warm_start_geom=wp.to_torch(cd.lam_geom),
+            fresh=wp.to_torch(cd.fresh),
+            overflow=self._overflow,
+            jac=wp.to_torch(cd.jac),
+            jac_trees=wp.to_torch(cd.trees),
+        )
+        self._contact_init = {k: getattr(self.contacts, k)[0].clone() for k in self._CONTACT_RESET}
         o = [ro.contact_margin, ro.iterations, ro.tolerance, ro.max_penetration]
-        return [plan.geoms, cm, cd, float(o[0]), int(o[1]), float(o[2]), float(o[3])]
+        return launch.ContactArgs(plan.geoms, cm, cd, float(o[0]), int(o[1]), float(o[2]), float(o[3]))
 
-    _CONTACT_RESET = ("count", "force", "lam_geom", "rounds")  # contact buffers a reset restores
+    _CONTACT_RESET = ("count", "force", "warm_start_geom", "rounds")  # contact buffers a reset restores
     _RESET_FIELDS = (
         "qpos",
         "qvel",
@@ -174,7 +189,7 @@ class RigidSolver:
         else:
             self._launch_step()
         self._steps += 1
-        if self.contacts is None:
+        if self._cd is None:
             self.state_changed()
         elif not self._poses_fresh:  # a step with contacts ends with every env's poses (step.py)
             self._stale.fill_(False)
@@ -186,7 +201,7 @@ class RigidSolver:
         also redoes the envs it flags (adaptive split, ``step.py``); on CUDA the first pass, then
         the redo launch over all envs (each flagged env's first redo, and its second if that still
         ended too deep; the others return at once). No host read either way."""
-        if self.contacts is not None and (self.device.type == "cuda" or self._contacts_stale):
+        if self._cd is not None and (self.device.type == "cuda" or self._contacts_stale):
             self._detect_set.launch()
             self._contacts_stale = False
         for cmd in self._step_cmds:
@@ -197,8 +212,8 @@ class RigidSolver:
         date after a state change; the next ``poses()`` recomputes those envs' poses only, the next
         step their contacts."""
         flags = [(self._stale, True)]
-        if self.contacts is not None:
-            flags.append((self.tc["fresh"], 0))
+        if self._cd is not None:
+            flags.append((self.contacts.fresh, 0))
             self._contacts_stale = True
         for flag, value in flags:
             if sel is None or (sel.idx is None and sel.mask is None):
@@ -217,14 +232,14 @@ class RigidSolver:
         kernel's detection pass does it: it stores those envs' poses as it detects their contacts
         (the same instructions as the end of a step), so the next step needs no detection launch."""
         if not self._poses_fresh:
-            if self.contacts is not None and self._contacts_stale:
+            if self._cd is not None and self._contacts_stale:
                 self._detect_set.launch()
                 self._contacts_stale = False
             else:
                 self._fk_cmd.launch()
             self._stale.fill_(False)
             self._poses_fresh = True
-        return self.t["xpos"], self.t["xquat"]
+        return self._t["xpos"], self._t["xquat"]
 
     def forward(self) -> dict[str, torch.Tensor]:
         """Evaluate every stage at the current state without stepping (for inspection and tests).
@@ -233,7 +248,7 @@ class RigidSolver:
         ``qfrc_actuator`` (nworld, nv) and ``qacc`` (nworld, nv), the unconstrained acceleration
         (MuJoCo's ``qacc_smooth``).
         """
-        out = step.launch_forward(self.kernels, self.data, self._gravity)
+        out = launch.launch_forward(self.kernels, self._data, self._gravity)
         self._stale.fill_(False)
         self._poses_fresh = True
         return {k: wp.to_torch(v) for k, v in out.items()}
@@ -242,10 +257,11 @@ class RigidSolver:
         """Restore the initial state and controls of the selected envs (gains are kept)."""
         sel = _select.select_envs(envs_idx, self.n_envs, self.device)
         for name in self._RESET_FIELDS:
-            target = self.t[name]
+            target = self._t[name]
             _select.write(target, slice(None), sel, self._init[name][0].to(target.dtype), False, self.n_envs)
-        contact = self._CONTACT_RESET if self.contacts is not None else ()
-        for target, init in [(self._overflow, 0)] + [(self.tc[k], self._contact_init[k]) for k in contact]:
+        contact = self._CONTACT_RESET if self._cd is not None else ()
+        buffers = [(getattr(self.contacts, k), self._contact_init[k]) for k in contact]
+        for target, init in [(self._overflow, 0), *buffers]:
             flat = target.view(self.nworld, -1)  # one row per env
             value = torch.as_tensor(init, dtype=target.dtype, device=self.device).reshape(-1)
             _select.write(flat, slice(None), sel, value, False, self.n_envs)
@@ -259,12 +275,12 @@ class RigidSolver:
         flags the envs it wrote with ``views.mark_changed`` (see ``state_changed_by_kernel``)."""
         if "state" not in self._views:
             v = views.StateView()
-            d = self.data
+            d = self._data
             v.qpos, v.qvel, v.xpos, v.xquat = d.qpos, d.qvel, d.xpos, d.xquat
             v.ctrl_mode, v.ctrl_position = d.ctrl_mode, d.ctrl_position
             v.poses_stale = wp.from_torch(self._stale, dtype=wp.bool)
             none = wp.zeros(0, dtype=wp.int32, device=self.wp_device)
-            v.contacts_fresh = self.contacts.fresh if self.contacts is not None else none
+            v.contacts_fresh = self._cd.fresh if self._cd is not None else none
             self._views["state"] = v
         return self._views["state"]
 
@@ -273,12 +289,12 @@ class RigidSolver:
         randomization inside a kernel; geom friction and sizes exist in scenes with contacts."""
         if "params" not in self._views:
             v = views.ParamsView()
-            d = self.data
+            d = self._data
             v.dof_kp, v.dof_kv, v.dof_damping = d.dof_kp, d.dof_kv, d.dof_damping
             v.body_inertial = d.body_inertial
-            if self.contacts is not None:
-                v.geom_friction = self.contacts.friction
-                v.geom_size = wp.from_torch(self.tc["geom_size"], dtype=wp.vec3)
+            if self._cd is not None:
+                v.geom_friction = self._cd.friction
+                v.geom_size = wp.from_torch(self._geom_size, dtype=wp.vec3)
             else:
                 v.geom_friction = wp.zeros((self.nworld, 0), dtype=wp.float32, device=self.wp_device)
                 v.geom_size = wp.zeros((self.nworld, 0), dtype=wp.vec3, device=self.wp_device)
@@ -290,7 +306,7 @@ class RigidSolver:
         slots, zero counts) in a scene without contacts."""
         if "contacts" not in self._views:
             v = views.ContactsView()
-            cd = self.contacts
+            cd = self._cd
             if cd is not None:
                 v.count, v.geom, v.normal, v.force = cd.count, cd.slots.geom, cd.slots.normal, cd.force
             else:
@@ -310,10 +326,10 @@ class RigidSolver:
             v.state = self.state_view()
             for name in self._RESET_FIELDS:
                 setattr(v, f"{name}_init", wp.from_torch(self._init[name][0]))
-            d = self.data
+            d = self._data
             v.ctrl_velocity, v.ctrl_force = d.ctrl_velocity, d.ctrl_force
             v.qfrc_applied, v.qfrc_actuator = d.qfrc_applied, d.qfrc_actuator
-            cd = self.contacts
+            cd = self._cd
             if cd is not None:
                 v.contact_count, v.contact_force, v.contact_rounds = cd.count, cd.force, cd.rounds
                 v.warm_start_geom = cd.lam_geom
@@ -330,7 +346,7 @@ class RigidSolver:
         ``views.reset_env``): the next ``poses()`` recomputes their poses and the next step their
         contacts. Sets host flags only; no device work, no sync."""
         self._poses_fresh = False
-        if self.contacts is not None:
+        if self._cd is not None:
             self._contacts_stale = True
 
     def get_error_envs_mask(self) -> torch.Tensor:
@@ -347,12 +363,12 @@ class RigidSolver:
     def get_qpos(self, envs_idx=None) -> torch.Tensor:
         """Generalized positions, ``([n_envs,] n_qs)`` (a view when ``envs_idx`` is None)."""
         sel = _select.select_envs(envs_idx, self.n_envs, self.device)
-        return _select.read(self.t["qpos"], slice(None), sel, self.n_envs)
+        return _select.read(self._t["qpos"], slice(None), sel, self.n_envs)
 
     def get_qvel(self, envs_idx=None) -> torch.Tensor:
         """Generalized velocities, ``([n_envs,] n_dofs)`` (a view when ``envs_idx`` is None)."""
         sel = _select.select_envs(envs_idx, self.n_envs, self.device)
-        return _select.read(self.t["qvel"], slice(None), sel, self.n_envs)
+        return _select.read(self._t["qvel"], slice(None), sel, self.n_envs)
 
     def set_qpos(self, qpos, envs_idx=None) -> None:
         """Set generalized positions ``([n_envs,] n_qs)`` and update the link poses.
@@ -369,14 +385,14 @@ class RigidSolver:
                 raise InvalidValueError("qpos: a free joint's quaternion has zero norm")
             vals = vals.clone()
             vals[..., quat_cols] = (quats / norms).reshape(vals.shape[:-1] + (-1,))
-        _select.write(self.t["qpos"], slice(None), sel, vals, batched, self.n_envs)
+        _select.write(self._t["qpos"], slice(None), sel, vals, batched, self.n_envs)
         self.state_changed(sel)
 
     def set_qvel(self, qvel, envs_idx=None) -> None:
         """Set generalized velocities ``([n_envs,] n_dofs)``."""
         sel = _select.select_envs(envs_idx, self.n_envs, self.device)
         vals, batched = _select.to_values(qvel, "qvel", sel, self.n_envs, (self.n_dofs,), self.device)
-        _select.write(self.t["qvel"], slice(None), sel, vals, batched, self.n_envs)
+        _select.write(self._t["qvel"], slice(None), sel, vals, batched, self.n_envs)
 
     def dof_qposadr(self) -> np.ndarray:
         """(nv,) qpos column of each hinge/slide dof, -1 for a free joint's dofs."""
@@ -398,7 +414,7 @@ class RigidSolver:
         env's last substep (at most ``RigidOptions.iterations``; MuJoCo's ``solver_niter``); 0 for
         an env without contacts then or whose warm start already solved them (a body at rest), and
         everywhere in a scene without contacts."""
-        r = self.tc["rounds"] if self.contacts is not None else torch.zeros_like(self._overflow)
+        r = self.contacts.rounds if self._cd is not None else torch.zeros_like(self._overflow)
         return r[0] if self.n_envs == 0 else r
 
     def get_contacts(self) -> dict[str, torch.Tensor]:
@@ -411,15 +427,15 @@ class RigidSolver:
         the opposite), ``valid_mask`` (bool: slots beyond the env's contact count hold stale data,
         zeroed here). Positions are those at the start of the substep, before integration.
         """
-        if self.contacts is None:
+        if self._cd is None:
             raise InvalidValueError("get_contacts: the scene has no colliding geom pairs (or collision is off)")
-        tc = self.tc
-        valid = torch.arange(self.max_contacts, device=self.device)[None, :] < tc["count"][:, None]
-        normal = tc["normal"]
+        c = self.contacts
+        valid = torch.arange(self.max_contacts, device=self.device)[None, :] < c.count[:, None]
+        normal = c.normal
         t1, t2 = contact_frame(normal)
-        f = tc["force"]
+        f = c.force
         force = normal * f[..., :1] + t1 * f[..., 1:2] + t2 * f[..., 2:3]
-        geom = tc["geom"].long()
+        geom = c.geom.long()
         body = torch.as_tensor(self.model.mjmodel.geom_bodyid, device=self.device)[geom]
         v3 = valid[..., None]
         out = {
@@ -427,9 +443,9 @@ class RigidSolver:
             "geom_b": torch.where(valid, geom[..., 1], -1),
             "link_a": torch.where(valid, body[..., 0], -1),
             "link_b": torch.where(valid, body[..., 1], -1),
-            "position": torch.where(v3, tc["pos"], 0.0),
+            "position": torch.where(v3, c.pos, 0.0),
             "normal": torch.where(v3, normal, 0.0),
-            "dist": torch.where(valid, tc["dist"], 0.0),
+            "dist": torch.where(valid, c.dist, 0.0),
             "force": torch.where(v3, force, 0.0),
             "valid_mask": valid,
         }

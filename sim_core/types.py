@@ -18,7 +18,7 @@ import mujoco
 import numpy as np
 import warp as wp
 
-__all__ = ["JointType", "CtrlMode", "Model", "Data"]
+__all__ = ["JointType", "CtrlMode", "Model", "Data", "dof_qposadr"]
 
 
 class JointType(enum.IntEnum):
@@ -106,3 +106,12 @@ class Data:
     dof_damping: wp.array2d  # (nworld, nv) per-env joint damping, N m s/rad or N s/m
     body_inertial: wp.array2d  # (nworld, max(1, nslot)) vec4: per-env scales of each inertial slot's
     # mass and principal moments of inertia (segments.inertial_slots), 1 as built
+
+
+def dof_qposadr(model: Model) -> np.ndarray:
+    """(nv,) qpos coordinate of each hinge/slide dof; -1 for a free joint's dofs (no single one)."""
+    adr = np.full(model.nv, -1)
+    for j in range(model.njnt):
+        if model.jnt_type[j] != JointType.FREE:
+            adr[model.jnt_dofadr[j]] = model.jnt_qposadr[j]
+    return adr

@@ -184,7 +184,7 @@ def test_reset_restores_initial_state_of_selected_envs():
 
 def _state(scene):
     s = scene.sim.rigid_solver
-    return {k: v.clone() for k, v in s.t.items()}
+    return {k: v.clone() for view in (s.state, s.params) for k, v in vars(view).items()}
 
 
 BAD_CALLS = {

@@ -7,7 +7,8 @@ import torch
 from conftest import make_scene
 
 import sim_core as sc
-from sim_core.collision import CollisionPlan, collide
+from sim_core.contact.pairs import CollisionPlan
+from sim_core.contact.reference import collide
 
 N = 24
 # pair types whose contact points are MuJoCo's exactly; capsule-box and box-box choose their points
@@ -53,7 +54,7 @@ def test_contacts_match_mujoco_for_the_implemented_pairs():
     solver = scene.sim.rigid_solver
     solver.set_qpos(torch.as_tensor(q, dtype=torch.float32))
     solver.poses()
-    c = collide(plan, solver.data.xpos, solver.data.xquat, max_contacts=64)
+    c = collide(plan, solver.state_view().xpos, solver.state_view().xquat, max_contacts=64)
     assert int(c.overflow.sum()) == 0
     d = mujoco.MjData(m)
     pointwise = {tuple(map(int, p)) for p in plan.pairs if (m.geom_type[p[0]], m.geom_type[p[1]]) in _POINTWISE}
@@ -93,7 +94,7 @@ def test_budget_overflow_is_counted_per_env():
     solver = scene.sim.rigid_solver
     solver.set_qpos(torch.as_tensor(q, dtype=torch.float32))
     solver.poses()
-    c = collide(plan, solver.data.xpos, solver.data.xquat, max_contacts=3)
+    c = collide(plan, solver.state_view().xpos, solver.state_view().xquat, max_contacts=3)
     assert (c.count[1::2] == 3).all() and (c.overflow[1::2] > 0).all()
     assert (c.overflow[0::2] == 0).all()
 
@@ -120,7 +121,7 @@ def test_capsule_box_and_box_box_match_mujoco_at_the_deepest_point():
     solver = scene.sim.rigid_solver
     solver.set_qpos(torch.as_tensor(q, dtype=torch.float32))
     solver.poses()
-    c = collide(plan, solver.data.xpos, solver.data.xquat, max_contacts=16)
+    c = collide(plan, solver.state_view().xpos, solver.state_view().xquat, max_contacts=16)
     count, geom, dist, normal = (x.cpu().numpy() for x in (c.count, c.geom, c.dist, c.normal))
     d = mujoco.MjData(m)
     compared = {}

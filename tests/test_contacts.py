@@ -226,7 +226,7 @@ def random_arm_stress(
     contacts = torch.zeros((), dtype=torch.int64, device=dev)
     outside_cone = torch.zeros((), dtype=torch.int64, device=dev)  # friction beyond mu * normal force
     redone = torch.zeros((), dtype=torch.int64, device=dev)  # env-steps the adaptive substeps redid
-    friction = solver.tc["friction"]  # (n_envs, ngeom): mu of a pair is the larger of its geoms'
+    friction = solver.params.geom_friction  # (n_envs, ngeom): mu of a pair is the larger of its geoms'
     for _ in range(steps):
         u = torch.rand(n_envs, 9, generator=g, device=dev)
         if full_range:
@@ -293,7 +293,7 @@ def against_mujoco() -> dict:
 
 
 def contact_jacobians_against_mujoco(steps: int = 200, seed: int = 8) -> dict:
-    """The contact rows the generated step wrote (``contact_rows.py``): each contact's J, the
+    """The contact rows the generated step wrote (``sim_core/contact/rows.py``): each contact's J, the
     velocity of geom b's body minus geom a's at the contact point along (normal, t1, t2), against
     MuJoCo C's ``mj_jac`` at the same configuration, while a random walk of arm targets works the
     hand against the cube and the floor (one env; the rows of the last substep are in the solver's
@@ -317,8 +317,8 @@ def contact_jacobians_against_mujoco(steps: int = 200, seed: int = 8) -> dict:
         mujoco.mj_comPos(m, d)
         scene.step()
         c = solver.get_contacts()
-        jac = solver.contacts.jac.numpy()[0]  # (rows, nv, 3): J's (normal, t1, t2) rows per dof
-        trees = solver.contacts.trees.numpy()[0]  # (rows, 4): the dof ranges its rows were written for
+        jac = solver.contacts.jac[0].cpu().numpy()  # (rows, nv, 3): J's (normal, t1, t2) rows per dof
+        trees = solver.contacts.jac_trees[0].cpu().numpy()  # (rows, 4): the dof ranges of its rows
         t1, t2 = contact_frame(c["normal"][0])
         for k in np.flatnonzero(c["valid_mask"][0].cpu().numpy()):
             written = np.zeros(m.nv, bool)
@@ -596,8 +596,8 @@ def test_a_non_finite_env_stays_flagged_and_leaves_the_others_bit_for_bit(value)
     flags = []
     for k, t in enumerate(targets):  # the hands swing into the cubes and the floor
         if k == 20:
-            twins[1][0].sim.rigid_solver.t["qvel"][1, 3] = value
-            twins[1][0].sim.rigid_solver.t["qvel"][3, 12] = value  # the cube's angular velocity
+            twins[1][0].sim.rigid_solver.state.qvel[1, 3] = value
+            twins[1][0].sim.rigid_solver.state.qvel[3, 12] = value  # the cube's angular velocity
         for scene, franka in twins:
             franka.control_dofs_position(t)
             scene.step()

@@ -199,7 +199,7 @@ def test_a_blown_up_env_is_truncated_with_a_flag_and_reset_alone():
     u = env.unwrapped
     env.reset(seed=0)
     q = u.cube.get_pos().clone()
-    u.scene.sim.rigid_solver.t["qvel"][1, 0] = float("inf")
+    u.scene.sim.rigid_solver.state.qvel[1, 0] = float("inf")
     obs, reward, terminated, truncated, info = env.step(torch.zeros(3, 4, device=sc.device))
     assert truncated.tolist() == [False, True, False] and info["final_info"]["sim_error"].tolist() == [
         False,

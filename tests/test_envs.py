@@ -203,7 +203,7 @@ def test_non_finite_env_is_truncated_reported_and_reset():
     env = reach(3)
     u = env.unwrapped
     env.reset(seed=0)
-    u.scene.sim.rigid_solver.t["qvel"][1, 2] = float("nan")
+    u.scene.sim.rigid_solver.state.qvel[1, 2] = float("nan")
     obs, reward, terminated, truncated, info = env.step(torch.zeros(3, 7, device=sc.device))
     assert truncated.tolist() == [False, True, False] and info["final_info"]["sim_error"][1]
     assert torch.isfinite(obs).all() and torch.isfinite(reward).all()

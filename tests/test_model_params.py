@@ -94,7 +94,7 @@ def test_mass_then_size_compose_and_envs_idx_selects():
 def test_bad_parameters_raise_and_change_nothing():
     scene, cube = _cube_scene()
     plane = scene.entities[0]
-    before = scene.sim.rigid_solver.t["body_inertial"].clone()
+    before = scene.sim.rigid_solver.params.body_inertial.clone()
     with pytest.raises(InvalidValueError, match="mass"):
         cube.set_mass(torch.tensor([1.0, -1.0, 1.0, 1.0]))
     with pytest.raises(ShapeError, match="mass"):
@@ -107,7 +107,7 @@ def test_bad_parameters_raise_and_change_nothing():
         plane.set_mass(1.0)
     with pytest.raises(InvalidValueError, match="damping"):
         cube.set_dofs_damping(-1.0 * torch.ones(6))
-    torch.testing.assert_close(scene.sim.rigid_solver.t["body_inertial"], before)
+    torch.testing.assert_close(scene.sim.rigid_solver.params.body_inertial, before)
     assert float(cube.get_dofs_damping().abs().max()) == 0.0
 
 

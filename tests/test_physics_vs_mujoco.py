@@ -42,8 +42,8 @@ def test_stages_match_mujoco(name):
     solver.set_qvel(t32(v))
     ent.control_dofs_force(t32(tau))
     out = {k: x.cpu().numpy() for k, x in solver.forward().items()}
-    xpos = solver.t["xpos"].cpu().numpy()
-    xquat = solver.t["xquat"].cpu().numpy()
+    xpos = solver.state.xpos.cpu().numpy()
+    xquat = solver.state.xquat.cpu().numpy()
     for w in range(N):
         d.qpos[:], d.qvel[:], d.qfrc_applied[:] = q[w], v[w], tau[w]
         mujoco.mj_forward(m, d)

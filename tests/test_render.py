@@ -153,7 +153,7 @@ def test_a_script_that_never_closes_its_env_exits_cleanly():
 def test_no_headless_library_and_no_display_is_a_clear_error(monkeypatch):
     """Where neither libEGL nor OSMesa is installed, sim_core leaves MuJoCo on GLFW (so that
     ``import mujoco`` still works) and rendering raises instead of letting GLFW abort the process."""
-    import sim_core._gl as gl
+    import sim_core.gl_backend as gl
 
     monkeypatch.setattr(gl, "find_library", lambda name: None)
     assert gl.headless_backend() is None

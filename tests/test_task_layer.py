@@ -72,7 +72,7 @@ def test_step_and_masked_reset_never_sync(task, mode):
     for i, a in enumerate(actions):
         u.force_episode_end(ends.roll(i), terminated=bool(i % 2))
         if i == 3:
-            u.scene.sim.rigid_solver.t["qvel"][4, 0] = float("nan")  # a blown-up env
+            u.scene.sim.rigid_solver.state.qvel[4, 0] = float("nan")  # a blown-up env
         with no_host_sync():
             obs, reward, terminated, truncated, info = env.step(a)
     assert torch.isfinite(obs).all() and info["_episode"].any()

@@ -59,24 +59,24 @@ def _stir(scene, arm, steps=30):
     g = torch.Generator().manual_seed(0)
     q = arm.get_dofs_position()
     arm.control_dofs_position(q + 0.3 * (torch.rand(q.shape, generator=g).to(q.device) - 0.5))
-    scene.sim.rigid_solver.t["qfrc_applied"][:, 0] = 1.0
+    scene.sim.rigid_solver.state.qfrc_applied[:, 0] = 1.0
     for _ in range(steps):
         scene.step()
 
 
 def _snapshot(solver) -> dict[str, torch.Tensor]:
-    out = {f"t.{k}": v.clone() for k, v in solver.t.items()}
-    out.update({f"tc.{k}": v.clone() for k, v in solver.tc.items()})
+    groups = ("state", "params", "contacts")
+    out = {f"{g}.{k}": v.clone() for g in groups for k, v in vars(getattr(solver, g)).items()}
+    del out["contacts.jac"], out["contacts.jac_trees"]  # the solver's scratch, shared by envs on the CPU
     out["overflow"] = solver.get_contact_overflow().clone()
     return out
 
 
 def _restore(solver, snap) -> None:
     for k, v in snap.items():
-        if k.startswith("t."):
-            solver.t[k[2:]].copy_(v)
-        elif k.startswith("tc."):
-            solver.tc[k[3:]].copy_(v)
+        if "." in k:
+            group, name = k.split(".")
+            getattr(getattr(solver, group), name).copy_(v)
 
 
 def test_reset_env_in_a_kernel_equals_the_solvers_reset():
@@ -93,8 +93,8 @@ def test_reset_env_in_a_kernel_equals_the_solvers_reset():
     by_kernel = _snapshot(solver)
     for k, v in by_api.items():
         assert torch.equal(v, by_kernel[k]), k
-    assert not torch.equal(by_api["t.qpos"][1], before["t.qpos"][1])  # env 1 was reset ...
-    assert torch.equal(by_api["t.qpos"][[0, 2]], before["t.qpos"][[0, 2]])  # ... the others not
+    assert not torch.equal(by_api["state.qpos"][1], before["state.qpos"][1])  # env 1 was reset ...
+    assert torch.equal(by_api["state.qpos"][[0, 2]], before["state.qpos"][[0, 2]])  # ... the others not
     scene.step()  # and steps on from there
     assert torch.isfinite(solver.get_qpos()).all()
 
@@ -133,8 +133,8 @@ def test_a_kernel_that_moves_a_body_and_marks_it_matches_the_setter():
 def test_env_error_flags_non_finite_states():
     scene, arm, _ = _arm_and_cube(4)
     solver = scene.sim.rigid_solver
-    solver.t["qvel"][0, 3] = float("nan")
-    solver.t["qpos"][2, arm.q_start + 1] = float("inf")
+    solver.state.qvel[0, 3] = float("nan")
+    solver.state.qpos[2, arm.q_start + 1] = float("inf")
     out = torch.zeros(4, dtype=torch.bool, device=sc.device)
     inputs = [solver.state_view(), solver.contacts_view(), wp.from_torch(out, dtype=wp.bool)]
     wp.launch(_error_kernel, dim=4, inputs=inputs, device=solver.wp_device)

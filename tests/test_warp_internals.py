@@ -4,7 +4,7 @@ pyproject.toml pins ``warp-lang`` to the release these pass on. Before widening 
 file on the new release: a failure names the behaviour that changed and the sim_core code that
 depends on it, which would otherwise show up as a wrong or failing simulation far from its cause.
 
-- ``wp.Function.func``: the Python function behind ``@wp.func``; ``contact_solver.specialize``
+- ``wp.Function.func``: the Python function behind ``@wp.func``; ``contact.solver.specialize``
   rebuilds the contact solver's functions from its ``__code__`` with a copy of the module's globals
   in which the model's generated dof helpers replace the generic ones.
 - Warp resolves the names a function calls through that function's ``__globals__`` when it
@@ -12,7 +12,7 @@ depends on it, which would otherwise show up as a wrong or failing simulation fa
   globals, and compiles two rebuilds of one function with different helpers apart.
 - On the CPU a launch runs its threads one after another, in order, in one OS thread: the contact
   solver's scratch is one env's worth there, viewed with a stride of 0 over envs
-  (``contact_solver.make_contact_data``), and the step kernel takes several envs per thread.
+  (``contact.buffers.make_contact_data``), and the step kernel takes several envs per thread.
 - ``wp.array(ptr=..., strides=(0, ...), deleter=...)``: such a view aliases its owner's memory and
   keeps the owner alive through the deleter's closure.
 - ``wp.to_torch`` / ``wp.from_torch`` alias memory, and a recorded launch (``record_cmd=True``)
@@ -32,8 +32,9 @@ import torch
 import warp as wp
 
 import sim_core as sc
-from sim_core import contact_solver, step
-from sim_core.collision import _Out
+from sim_core import step
+from sim_core.contact import buffers, solver
+from sim_core.contact.narrow_phase import ContactSlots
 
 
 def _device() -> str:
@@ -47,7 +48,7 @@ def _run(kernel, x: np.ndarray) -> np.ndarray:
     return out.numpy()
 
 
-# ---- functions rebuilt with new globals (contact_solver.specialize) -----------------------------
+# ---- functions rebuilt with new globals (contact.solver.specialize) -----------------------------
 
 
 @wp.func
@@ -72,7 +73,7 @@ def _helper_minus_three(x: float) -> float:
 
 
 def _rebuild(f: wp.Function, helper: wp.Function, module_name: str) -> wp.Function:
-    """``f`` made again as ``contact_solver.specialize`` makes each function: the same code with a
+    """``f`` made again as ``contact.solver.specialize`` makes each function: the same code with a
     copy of its module's globals, ``__name__`` set to another module and ``_helper`` replaced."""
     scope = dict(globals())
     scope["__name__"] = module_name
@@ -93,17 +94,17 @@ def _kernel_calling(g: wp.Function):
 
 
 def test_every_contact_solver_function_keeps_its_python_function():
-    funcs = {n: f for n, f in vars(contact_solver).items() if isinstance(f, wp.Function)}
+    funcs = {n: f for n, f in vars(solver).items() if isinstance(f, wp.Function)}
     assert "solve_contacts" in funcs and "start_row" in funcs, "wp.func no longer returns a wp.Function"
     for name, f in funcs.items():
         py = getattr(f, "func", None)
         assert isinstance(py, types.FunctionType), (
-            f"wp.Function.func of {name} is {py!r}, not the Python function: contact_solver.specialize "
+            f"wp.Function.func of {name} is {py!r}, not the Python function: contact.solver.specialize "
             "rebuilds each function from f.func.__code__"
         )
         assert isinstance(py.__annotations__, dict) and py.__annotations__, name
-    own = [n for n, f in funcs.items() if f.func.__module__ == contact_solver.__name__]
-    assert set(contact_solver.DOF_HELPERS) <= set(own) and "solve_contacts" in own, (
+    own = [n for n, f in funcs.items() if f.func.__module__ == solver.__name__]
+    assert {"solve_contacts", "start_row"} <= set(own), (
         "wp.Function.func.__module__ no longer names the defining module: specialize selects the "
         "functions to rebuild by it"
     )
@@ -117,7 +118,7 @@ def test_a_rebuilt_function_calls_the_helpers_of_its_new_globals():
     got_minus = _run(_kernel_calling(minus), x)
     got_original = _run(_kernel_calling(_caller), x)
     msg = (
-        "a Warp function rebuilt from f.func.__code__ with new globals (contact_solver.specialize) "
+        "a Warp function rebuilt from f.func.__code__ with new globals (contact.solver.specialize) "
         "does not call the helper of its new globals"
     )
     np.testing.assert_array_equal(got_ten, 2.0 * (10.0 * x), err_msg=msg)
@@ -130,7 +131,7 @@ def test_a_rebuilt_function_calls_the_helpers_of_its_new_globals():
     assert ten.func.__module__ == "warp_internals_gen_ten", "the rebuilt function is not in its new module"
 
 
-# ---- CPU launches and the zero-stride scratch (contact_solver.make_contact_data) ----------------
+# ---- CPU launches and the zero-stride scratch (contact.buffers.make_contact_data) ----------------
 
 
 @wp.kernel(enable_backward=False)
@@ -172,7 +173,7 @@ def test_a_cpu_launch_runs_its_threads_one_after_another_in_order():
     cmd.launch()
     assert np.array_equal(tickets.numpy(), np.arange(n)), (
         "a CPU launch no longer runs its threads one after another in tid order: the contact solver's "
-        "scratch, shared by all envs on the CPU (contact_solver.make_contact_data), would be overwritten "
+        "scratch, shared by all envs on the CPU (contact.buffers.make_contact_data), would be overwritten "
         "by envs running at the same time"
     )
     one = wp.zeros((1, 37), dtype=wp.float32, device="cpu")
@@ -186,7 +187,7 @@ def test_a_cpu_launch_runs_its_threads_one_after_another_in_order():
 
 
 def test_the_contact_solver_makes_its_cpu_scratch_as_checked_here():
-    cd = contact_solver.make_contact_data(_Out(), _Out(), 4, 3, 1, 2, 3, [1.0], "cpu")
+    cd = buffers.make_contact_data(ContactSlots(), ContactSlots(), 4, 3, 1, 2, 3, [1.0], "cpu")
     assert cd.jac.shape == (4, 4, 2) and cd.jac.strides[0] == 0 and cd.jac.deleter is not None, (
         "make_contact_data's CPU scratch is no longer a zero-stride view with a deleter: update "
         "_zero_stride_view and the tests that use it"

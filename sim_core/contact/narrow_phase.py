@@ -1,118 +1,33 @@
-"""Collision detection (narrow phase) between primitive geoms, batched over envs, as MuJoCo defines it.
+"""Narrow phase: the contacts between two primitive geoms, as MuJoCo defines them.
 
-The first stage of the contact pipeline: the step kernel runs it every substep, each candidate pair
-written out for the model (``collision_pairs.py``: ``pair_apart``, then ``narrow_phase``), and
-``contact_solver.py`` turns its contacts into impulses. ``collide`` runs it alone from the pair
-tables (``collide_env``), which the checks against MuJoCo's ``mj_collision`` use
-(``tests/test_collision.py``).
+Conventions (MuJoCo's): in a pair, ``geom1`` has the smaller geom type; the contact normal points
+from ``geom1`` to ``geom2``; ``dist`` is the signed distance between the surfaces (negative:
+penetration); ``pos`` is halfway between them. A contact is reported when ``dist < margin``.
 
-Conventions (MuJoCo's): in a pair, ``geom1`` has the smaller geom type; the contact normal points from
-``geom1`` to ``geom2``; ``dist`` is the signed distance between the surfaces (negative: penetration);
-``pos`` is halfway between them. A contact is reported when ``dist < margin``.
-
-Candidate pairs are chosen once, at build time, with MuJoCo's filter: ``contype``/``conaffinity``
-bits, never two geoms of one body or of welded bodies, and never a parent and child body (unless the
-parent is the world). Pair types: plane with sphere, capsule and box; sphere with sphere, capsule
-and box; capsule with capsule and box; box with box. Other types (no model that passes the import
-checks has them) would be listed in ``CollisionPlan.unsupported`` and skipped.
-
-Each env has a fixed budget of ``max_contacts`` slots; contacts beyond it are counted per env in
-``overflow``, never written into another env's slots. One thread per env walks the pairs in a fixed
-order, so the contact order is deterministic on every device.
+Each env has a fixed budget of slots (``ContactSlots``); contacts beyond it are counted, never
+written into another env's slots. The generated step calls ``pair_apart`` and ``narrow_phase`` for
+each of the model's candidate pairs in a fixed order (``emit_pairs.py``), so the contact order is
+deterministic on every device.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import mujoco
-import numpy as np
-import torch
 import warp as wp
+
+from . import pairs
 
 wp.set_module_options({"enable_backward": False, "optimization_level": 3})
 
-__all__ = ["CollisionPlan", "Contacts", "collide"]
+# geom types (mujoco.mjtGeom) as the kernels' constants
+PLANE_T, SPHERE_T, CAPSULE_T, BOX_T = (
+    wp.constant(t) for t in (pairs.PLANE, pairs.SPHERE, pairs.CAPSULE, pairs.BOX)
+)
 
-PLANE, SPHERE, CAPSULE, BOX = 0, 2, 3, 6
-_SUPPORTED = {
-    (PLANE, SPHERE),
-    (PLANE, CAPSULE),
-    (PLANE, BOX),
-    (SPHERE, SPHERE),
-    (SPHERE, CAPSULE),
-    (SPHERE, BOX),
-    (CAPSULE, CAPSULE),
-    (CAPSULE, BOX),
-    (BOX, BOX),
-}
-
-
-@dataclass
-class CollisionPlan:
-    """The candidate pairs of a model and its geoms' data on the device (``geoms``)."""
-
-    pairs: np.ndarray  # (npair, 2) geom ids, geom1 type <= geom2 type
-    unsupported: list[tuple[int, int]]  # pairs of types not implemented (skipped)
-    geoms: Geoms
-
-    @staticmethod
-    def build(m: mujoco.MjModel, device: str, nworld: int = 1) -> CollisionPlan:
-        pairs_np, unsupported = candidate_pairs(m)
-        g = Geoms()
-        g.pair = wp.array(pairs_np, dtype=wp.vec2i, device=device)
-        g.type = wp.array(m.geom_type.astype(np.int32), dtype=wp.int32, device=device)
-        g.body = wp.array(m.geom_bodyid.astype(np.int32), dtype=wp.int32, device=device)
-        g.pos = wp.array(m.geom_pos.astype(np.float32), dtype=wp.vec3, device=device)
-        g.quat = wp.array(m.geom_quat[:, [1, 2, 3, 0]].astype(np.float32), dtype=wp.quat, device=device)
-        size = np.tile(m.geom_size.astype(np.float32)[None], (nworld, 1, 1))
-        g.size = wp.array(size, dtype=wp.vec3, device=device)
-        return CollisionPlan(pairs=pairs_np, unsupported=unsupported, geoms=g)
-
-
-def candidate_pairs(m: mujoco.MjModel) -> tuple[np.ndarray, list[tuple[int, int]]]:
-    """The model's candidate pairs ``(npair, 2)`` (geom1 type <= geom2 type, in the order every env
-    visits them) and the pairs of types not implemented."""
-    pairs, unsupported = [], []
-    for g1 in range(m.ngeom):
-        for g2 in range(g1 + 1, m.ngeom):
-            if not _may_collide(m, g1, g2):
-                continue
-            a, b = (g1, g2) if m.geom_type[g1] <= m.geom_type[g2] else (g2, g1)
-            key = (int(m.geom_type[a]), int(m.geom_type[b]))
-            (pairs if key in _SUPPORTED else unsupported).append((a, b))
-    return np.array(pairs, dtype=np.int32).reshape(-1, 2), unsupported
-
-
-def _may_collide(m: mujoco.MjModel, g1: int, g2: int) -> bool:
-    """MuJoCo's filter for a geom pair (contype/conaffinity, same or welded body, parent-child)."""
-    if not ((m.geom_contype[g1] & m.geom_conaffinity[g2]) or (m.geom_contype[g2] & m.geom_conaffinity[g1])):
-        return False
-    b1, b2 = int(m.geom_bodyid[g1]), int(m.geom_bodyid[g2])
-    w1, w2 = int(m.body_weldid[b1]), int(m.body_weldid[b2])
-    if w1 == w2:
-        return False
-    filter_parent = not (m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_FILTERPARENT)
-    p1, p2 = int(m.body_weldid[m.body_parentid[w1]]), int(m.body_weldid[m.body_parentid[w2]])
-    return not (filter_parent and w1 != 0 and w2 != 0 and (p1 == w2 or p2 == w1))
-
-
-@dataclass
-class Contacts:
-    """Per-env contacts, torch views of the output arrays: ``pos``, ``normal`` ``(nworld, max, 3)``,
-    ``dist`` ``(nworld, max)``, ``geom`` ``(nworld, max, 2)``, ``count`` and ``overflow`` ``(nworld,)``;
-    slots at and beyond ``count`` are stale."""
-
-    pos: torch.Tensor
-    normal: torch.Tensor
-    dist: torch.Tensor
-    geom: torch.Tensor
-    count: torch.Tensor
-    overflow: torch.Tensor
+__all__ = ["ContactSlots", "pair_apart", "narrow_phase", "deepest", "copy_contacts", "make_slots"]
 
 
 @wp.struct
-class _Out:
+class ContactSlots:
     """The contact slots of every env (one argument instead of four)."""
 
     pos: wp.array2d(dtype=wp.vec3)
@@ -131,7 +46,7 @@ def _emit(
     g1: int,
     g2: int,
     margin: float,
-    out: _Out,
+    out: ContactSlots,
 ) -> int:
     """Write a contact into slot ``n`` if it is close enough and the budget has room; return the new
     number of contacts wanted (which may exceed the budget: the excess is the overflow)."""
@@ -156,7 +71,7 @@ def _sphere_sphere_geom(
     g1: int,
     g2: int,
     margin: float,
-    out: _Out,
+    out: ContactSlots,
 ) -> int:
     d = c2 - c1
     length = wp.length(d)
@@ -211,7 +126,7 @@ def _sphere_box(
     g1: int,
     g2: int,
     margin: float,
-    out: _Out,
+    out: ContactSlots,
 ) -> int:
     """A sphere (geom1) against a box (geom2), normal from the sphere to the box."""
     normal_local = wp.vec3(0.0, 0.0, 0.0)
@@ -271,7 +186,7 @@ def _capsule_box(
     g1: int,
     g2: int,
     margin: float,
-    out: _Out,
+    out: ContactSlots,
 ) -> int:
     """A capsule (geom1, segment a-b, radius r1) against a box: the segment point nearest the box
     (golden-section search on the convex distance) as a sphere contact, plus each end point that is
@@ -354,7 +269,7 @@ def _box_face_contacts(
     g1: int,
     g2: int,
     margin: float,
-    out: _Out,
+    out: ContactSlots,
 ) -> int:
     """Contacts of the incident box (ci, qi, si) against face ``k`` of the reference box, whose outward
     normal ``nr`` points toward the incident box: the vertices of the incident face clipped to the
@@ -489,7 +404,7 @@ def _box_box(
     g1: int,
     g2: int,
     margin: float,
-    out: _Out,
+    out: ContactSlots,
 ) -> int:
     """Two boxes by the separating-axis test over their 15 axes (Gottschalk et al. 1996; Ericson,
     RTCD 4.4). The axis of largest separation (least penetration) decides the contact: a face axis
@@ -576,28 +491,13 @@ def _box_box(
     return _emit(n, w, 0.5 * (pa + pb), axis, best, g1, g2, margin, out)
 
 
-@wp.struct
-class Geoms:
-    """A model's candidate pairs and geoms, on the device (one kernel argument).
-
-    ``size`` is per env (``(nworld, ngeom)``), so objects can differ in size between envs.
-    """
-
-    pair: wp.array(dtype=wp.vec2i)  # (npair,) geom ids, geom1 type <= geom2 type
-    type: wp.array(dtype=wp.int32)  # (ngeom,)
-    body: wp.array(dtype=wp.int32)  # (ngeom,)
-    pos: wp.array(dtype=wp.vec3)  # (ngeom,) in the body frame
-    quat: wp.array(dtype=wp.quat)  # (ngeom,) (x, y, z, w), in the body frame
-    size: wp.array2d(dtype=wp.vec3)  # (nworld, ngeom) MuJoCo's size: half extents, radius, half length
-
-
 @wp.func
 def _bound(t: int, s: wp.vec3) -> float:
     """Radius of a sphere around the geom's center that holds it."""
     r = s[0]
-    if t == 3:
+    if t == CAPSULE_T:
         r = s[0] + s[1]
-    elif t == 6:
+    elif t == BOX_T:
         r = wp.length(s)
     return r
 
@@ -609,7 +509,7 @@ def pair_apart(
     """Geoms of types ``t1 <= t2`` (centers ``c1``, ``c2``, sizes ``s1``, ``s2``, ``z1``: geom1's z axis)
     are further apart than ``margin`` by their bounding spheres (a plane: by its half-space): most
     pairs, most steps, decided before the rest of their frames is built."""
-    if t1 == 0:  # a plane: its normal is its frame's z axis
+    if t1 == PLANE_T:  # a plane: its normal is its frame's z axis
         return wp.dot(c2 - c1, z1) - _bound(t2, s2) >= margin
     return wp.length(c2 - c1) - _bound(t1, s1) - _bound(t2, s2) >= margin
 
@@ -630,22 +530,22 @@ def narrow_phase(
     g1: int,
     g2: int,
     margin: float,
-    out: _Out,
+    out: ContactSlots,
 ) -> int:
     """The contacts of geoms ``g1``, ``g2`` (types ``t1 <= t2``, world centers ``c*``, orientations
     ``q*``, ``z1``: geom1's z axis, sizes ``s*``) into env ``w``'s slots from ``n`` on; returns the
     new count."""
     z2 = wp.quat_rotate(q2, wp.vec3(0.0, 0.0, 1.0))
-    if t1 == 0:
-        if t2 == 2:
+    if t1 == PLANE_T:
+        if t2 == SPHERE_T:
             dist = wp.dot(c2 - c1, z1) - s2[0]
             n = _emit(n, w, c2 - z1 * (s2[0] + 0.5 * dist), z1, dist, g1, g2, margin, out)
-        elif t2 == 3:
+        elif t2 == CAPSULE_T:
             for k in range(2):
                 end = c2 + z2 * (s2[1] * (2.0 * float(k) - 1.0))
                 dist = wp.dot(end - c1, z1) - s2[0]
                 n = _emit(n, w, end - z1 * (s2[0] + 0.5 * dist), z1, dist, g1, g2, margin, out)
-        elif t2 == 6:  # each corner's height from the center's and the half axes' (as mjc_PlaneBox)
+        elif t2 == BOX_T:  # each corner's height from the center's and the half axes' (as mjc_PlaneBox)
             r2 = wp.quat_to_matrix(q2)
             a0 = _col(r2, 0) * s2[0]
             a1 = _col(r2, 1) * s2[1]
@@ -664,16 +564,16 @@ def narrow_phase(
                     found += 1
                     corner = c2 + a0 * x + a1 * y + a2 * z
                     n = _emit(n, w, corner - z1 * (0.5 * dist), z1, dist, g1, g2, margin, out)
-    elif t1 == 2:  # a sphere
-        if t2 == 2:
+    elif t1 == SPHERE_T:  # a sphere
+        if t2 == SPHERE_T:
             n = _sphere_sphere_geom(n, w, c1, s1[0], c2, s2[0], g1, g2, margin, out)
-        elif t2 == 3:
+        elif t2 == CAPSULE_T:
             closest = _closest_on_segment(c2 - z2 * s2[1], c2 + z2 * s2[1], c1)
             n = _sphere_sphere_geom(n, w, c1, s1[0], closest, s2[0], g1, g2, margin, out)
-        elif t2 == 6:
+        elif t2 == BOX_T:
             n = _sphere_box(n, w, c1, s1[0], c2, q2, s2, g1, g2, margin, out)
-    elif t1 == 3:
-        if t2 == 3:  # two capsules: their segments' closest points as spheres
+    elif t1 == CAPSULE_T:
+        if t2 == CAPSULE_T:  # two capsules: their segments' closest points as spheres
             e1a = c1 - z1 * s1[1]
             e1b = c1 + z1 * s1[1]
             e2a = c2 - z2 * s2[1]
@@ -682,50 +582,15 @@ def narrow_phase(
             pa = e1a + (e1b - e1a) * st[0]
             pb = e2a + (e2b - e2a) * st[1]
             n = _sphere_sphere_geom(n, w, pa, s1[0], pb, s2[0], g1, g2, margin, out)
-        elif t2 == 6:
+        elif t2 == BOX_T:
             n = _capsule_box(n, w, c1 - z1 * s1[1], c1 + z1 * s1[1], s1[0], c2, q2, s2, g1, g2, margin, out)
-    elif t1 == 6 and t2 == 6:
+    elif t1 == BOX_T and t2 == BOX_T:
         n = _box_box(n, w, c1, q1, s1, c2, q2, s2, g1, g2, margin, out)
     return n
 
 
 @wp.func
-def collide_env(
-    w: int,
-    xpos: wp.array2d(dtype=wp.vec3),
-    xquat: wp.array2d(dtype=wp.vec4),
-    g: Geoms,
-    margin: float,
-    out: _Out,
-) -> int:
-    """Write env ``w``'s contacts closer than ``margin`` into its slots; returns how many there were
-    (more than the slots when the budget overflowed). The pairs from the tables in ``g``: the step
-    has them written out for its model instead (``collision_pairs.py``)."""
-    n = int(0)
-    for p in range(g.pair.shape[0]):
-        g1 = g.pair[p][0]
-        g2 = g.pair[p][1]
-        b1 = g.body[g1]
-        b2 = g.body[g2]
-        bq1 = xquat[w, b1]
-        bq2 = xquat[w, b2]
-        r1 = wp.quat(bq1[1], bq1[2], bq1[3], bq1[0])
-        r2 = wp.quat(bq2[1], bq2[2], bq2[3], bq2[0])
-        c1 = xpos[w, b1] + wp.quat_rotate(r1, g.pos[g1])  # geom centers and orientations, world
-        c2 = xpos[w, b2] + wp.quat_rotate(r2, g.pos[g2])
-        t1 = g.type[g1]
-        t2 = g.type[g2]
-        s1 = g.size[w, g1]
-        s2 = g.size[w, g2]
-        q1 = r1 * g.quat[g1]
-        z1 = wp.quat_rotate(q1, wp.vec3(0.0, 0.0, 1.0))
-        if not pair_apart(t1, t2, c1, z1, s1, c2, s2, margin):
-            n = narrow_phase(n, w, t1, t2, c1, q1, z1, s1, c2, r2 * g.quat[g2], s2, g1, g2, margin, out)
-    return n
-
-
-@wp.func
-def deepest(w: int, n: int, out: _Out) -> float:
+def deepest(w: int, n: int, out: ContactSlots) -> float:
     """The most negative ``dist`` of env ``w``'s first ``n`` contacts (as many as fit), 0 if none."""
     d = float(0.0)
     for c in range(wp.min(n, out.pos.shape[1])):
@@ -734,7 +599,7 @@ def deepest(w: int, n: int, out: _Out) -> float:
 
 
 @wp.func
-def copy_contacts(w: int, src: _Out, dst: _Out, n: int):
+def copy_contacts(w: int, src: ContactSlots, dst: ContactSlots, n: int):
     """Env ``w``'s first ``n`` contacts of ``src`` into ``dst``."""
     for c in range(n):
         dst.pos[w, c] = src.pos[w, c]
@@ -743,46 +608,11 @@ def copy_contacts(w: int, src: _Out, dst: _Out, n: int):
         dst.geom[w, c] = src.geom[w, c]
 
 
-@wp.kernel
-def _collide_kernel(
-    xpos: wp.array2d(dtype=wp.vec3),
-    xquat: wp.array2d(dtype=wp.vec4),
-    g: Geoms,
-    margin: float,
-    out: _Out,
-    count: wp.array(dtype=wp.int32),
-    overflow: wp.array(dtype=wp.int32),
-):
-    w = wp.tid()
-    n = collide_env(w, xpos, xquat, g, margin, out)
-    count[w] = wp.min(n, out.pos.shape[1])
-    overflow[w] = wp.max(n - out.pos.shape[1], 0)
-
-
-def make_slots(nworld: int, max_contacts: int, device) -> _Out:
+def make_slots(nworld: int, max_contacts: int, device) -> ContactSlots:
     """Zeroed contact slots for ``nworld`` envs of ``max_contacts`` each."""
-    slots = _Out()
+    slots = ContactSlots()
     slots.pos = wp.zeros((nworld, max_contacts), dtype=wp.vec3, device=device)
     slots.normal = wp.zeros((nworld, max_contacts), dtype=wp.vec3, device=device)
     slots.dist = wp.zeros((nworld, max_contacts), dtype=wp.float32, device=device)
     slots.geom = wp.zeros((nworld, max_contacts), dtype=wp.vec2i, device=device)
     return slots
-
-
-def collide(
-    plan: CollisionPlan, xpos: wp.array, xquat: wp.array, max_contacts: int, margin: float = 0.0
-) -> Contacts:
-    """Contacts of every env for body poses ``xpos``/``xquat`` ``(nworld, nbody)``."""
-    nworld, device = xpos.shape[0], xpos.device
-    slots = make_slots(nworld, max_contacts, device)
-    count = wp.zeros(nworld, dtype=wp.int32, device=device)
-    overflow = wp.zeros(nworld, dtype=wp.int32, device=device)
-    wp.launch(
-        _collide_kernel,
-        dim=nworld,
-        inputs=[xpos, xquat, plan.geoms, float(margin)],
-        outputs=[slots, count, overflow],
-        device=device,
-    )
-    t = wp.to_torch
-    return Contacts(t(slots.pos), t(slots.normal), t(slots.dist), t(slots.geom), t(count), t(overflow))

@@ -13,21 +13,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .types import JointType, Model
+from ..types import JointType, Model
+from .quaternion import quat_to_mat_np
 
-__all__ = ["Segment", "build_segments", "inertial_slots", "quat_to_mat_np"]
-
-
-def quat_to_mat_np(q) -> np.ndarray:
-    """Rotation matrix of a (w, x, y, z) quaternion (normalized first)."""
-    w, x, y, z = np.asarray(q, np.float64) / np.linalg.norm(q)
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-        ]
-    )
+__all__ = ["Segment", "build_segments", "inertial_slots"]
 
 
 @dataclass

@@ -49,17 +49,16 @@ deterministic.
 
 A contact's J, ``A^-1 J^T`` (by the packed ``L^T D L`` factor the step already computed, over the
 dof ranges of the two bodies' kinematic trees: the factor is block-diagonal by tree) and its 3x3
-block of W are written by the generated step, unrolled for the model (``contact_rows.py``); a
+block of W are written by the generated step, unrolled for the model (``rows.py``); a
 joint limit's by ``_limit_row`` here. The normal rows' block of W between rows (``cd.wnn``) is
 built only when the rounds start (``_normal_matrix``): a settled warm start never reads it.
 
 Loops with a bound known only at run time are written as ``while`` loops: Warp compiles
 ``for i in range(a, b)`` through a general iterator (any step, either sign) that the CPU compiler
 does not reduce to a plain counted loop; a ``while`` loop does the same operations in the same
-order and compiles to faster CPU code. Loops over the dofs have a length fixed at compile time
-instead: the generic ``DOF_HELPERS`` run over all of the model's dofs, and the generated step
-rebuilds this module's functions with versions unrolled over each kinematic tree a row touches
-(``specialize``: a cube's floor contacts touch 6 of the arm + cube scene's 15 dofs).
+order and compiles to faster CPU code. Loops over the dofs are generated for each model instead
+(``DOF_HELPERS``, unrolled over each kinematic tree a row touches), and the generated step rebuilds
+this module's functions with them (``specialize``).
 """
 
 from __future__ import annotations
@@ -67,83 +66,20 @@ from __future__ import annotations
 import types
 from typing import Any
 
-import numpy as np
 import warp as wp
 
-from .collision import _Out
-from .types import Model
+from .buffers import ContactData, ContactModel
+from .impedance import impedance
+from .ldl import ldl_factor, ldl_solve
+from .warm_start import forget_contacts, warm_slot
 
 wp.set_module_options({"enable_backward": False, "optimization_level": 3})
 
 __all__ = [
-    "ContactModel",
-    "ContactData",
     "solve_contacts",
-    "forget_contacts",
-    "scale_warm_start",
     "DOF_HELPERS",
     "specialize",
-    "build_contact_model",
-    "make_contact_data",
 ]
-
-_vec5 = wp.types.vector(length=5, dtype=wp.float32)
-
-
-@wp.struct
-class ContactModel:
-    """Constant tables of a model for contact Jacobians and factor solves (one kernel argument)."""
-
-    geom_body: wp.array(dtype=wp.int32)  # (ngeom,)
-    geom_solref: wp.array(dtype=wp.vec2)  # (ngeom,) (timeconst s, dampratio)
-    geom_solimp: wp.array(dtype=_vec5)  # (ngeom,) (dmin, dmax, width m, midpoint, power)
-    dof_body: wp.array(dtype=wp.int32)  # (nv,)
-    dof_parent: wp.array(dtype=wp.int32)  # (nv,) -1 for a root dof
-    dof_fac: wp.array(dtype=wp.int32)  # (nv,) where dof i's L entries (its ancestors') start in fac
-    body_tree: wp.array(dtype=wp.vec2i)  # (nbody,) dof range [start, end) of the body's tree
-    lim_dof: wp.array(dtype=wp.int32)  # (nlim,) the limited dofs, in the generated code's order
-    ndinv: int  # offset of the nv inverse pivots in fac
-
-
-@wp.struct
-class ContactData:
-    """Per-env contact buffers and solver scratch rows (one kernel argument)."""
-
-    slots: _Out  # (nworld, max_contacts) pos, normal, dist, geom
-    nxt: _Out  # (nworld, max_contacts) the contacts at the end of the last step: the next one's first
-    nxt_wanted: wp.array(dtype=wp.int32)  # (nworld,) contacts found there, beyond the budget too
-    fresh: wp.array(dtype=wp.int32)  # (nworld,) 1: nxt is still of the current state (nothing set since)
-    count: wp.array(dtype=wp.int32)  # (nworld,) contacts in the slots after the last substep
-    overflow: wp.array(dtype=wp.int32)  # (nworld,) contacts dropped in the last step (max over substeps)
-    rounds: wp.array(dtype=wp.int32)  # (nworld,) rounds of friction and normals in the last substep's solve
-    force: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) (normal, t1, t2) force on geom2, N
-    friction: wp.array2d(dtype=wp.float32)  # (nworld, ngeom) sliding friction coefficient
-    lim_side: wp.array2d(dtype=wp.float32)  # (nworld, nlim) +1 / -1: lower / upper limit active, 0: not
-    lim_tgt: wp.array2d(dtype=wp.float32)  # (nworld, nlim) velocity that lands the joint on its limit
-    fac: wp.array2d(dtype=wp.float32)  # (nworld, nfac) the step's packed factor of A
-    vel: wp.array2d(dtype=wp.float32)  # (nworld, nv) velocity being corrected
-    jac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) J: the (normal, t1, t2) rows per dof
-    ajac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) A^-1 J^T, same layout
-    wblk: wp.array2d(dtype=wp.mat33)  # (nworld, max_contacts) the contact's block of W = J A^-1 J^T
-    wnn: wp.array3d(dtype=wp.float32)  # (nworld, max_contacts, max_contacts) normal rows' block of W
-    u0: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal velocity without normal impulses
-    state: wp.array2d(dtype=wp.int32)  # (nworld, max_contacts) normal row INACTIVE, SOFT or CAPPED
-    act: wp.array2d(dtype=wp.int32)  # (nworld, max_contacts) the active rows
-    sysm: wp.array3d(dtype=wp.float32)  # (nworld, max_contacts, max_contacts) active rows' system
-    sysb: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) its right-hand side, then solution
-    nact: wp.array(dtype=wp.int32)  # (nworld,) active rows the factor in sysm is for; -1: stale
-    lnew: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal impulses of a round
-    trees: wp.array2d(dtype=wp.vec4i)  # (nworld, max_contacts) dof ranges [a0, a1), [b0, b1) it touches
-    lam: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) impulses (normal, t1, t2), N s
-    lam_prev: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) the last substep's impulses: warm start
-    lam_geom: wp.array2d(dtype=wp.vec2i)  # (nworld, max_contacts) their pair ((-2, dof): a limit); -1 ends
-    lam_pos: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) their contact points, world
-    lam_state: wp.array2d(dtype=wp.int32)  # (nworld, max_contacts) their normal rows' final state
-    uref: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal row's target velocity, m/s
-    umin: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) least normal velocity (depth cap), m/s
-    reg: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal row's regularization R
-    mu: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) friction coefficient of the pair
-    row_key: wp.array2d(dtype=wp.vec2i)  # (nworld, max_contacts) each row's pair, (-2, dof) for a limit
 
 
 @wp.func
@@ -189,106 +125,22 @@ def _solve3(
         i += 1
 
 
-_Trees = wp.array2d(dtype=wp.vec4i)
+# The loops over a row's dofs that the functions below call, generated for each model
+# (``rows.emit_dof_helpers``: unrolled over the dofs of each kinematic tree a row can touch; a row's J
+# and A^-1 J^T are written only within its trees ``cd.trees[w, c]``) and put in by ``specialize``:
+#   _rows_dot(jac, v, trees, w, c, dofs) -> wp.vec3: J_c v, the three row velocities of row c
+#   _normal_dot(jac, v, trees, w, c, dofs) -> float: its normal row alone
+#   _apply(ajac, vel, trees, w, c, dlam, dofs): vel += A^-1 J_c^T dlam
+#   _apply_normal(ajac, vel, trees, w, c, dl, dofs): the same for a normal impulse dl alone
+#   _normal_pair(jac, ajac, trees, w, c, b, dofs) -> float: J_c A^-1 J_b^T over the normal rows
+# ``dofs`` is a vector as long as the model has dofs (its value unused).
+DOF_HELPERS = ("_rows_dot", "_apply", "_normal_dot", "_apply_normal", "_normal_pair")
+_rows_dot = _apply = _normal_dot = _apply_normal = _normal_pair = None  # generated per model
 
 
 @wp.func
 def _in_trees(i: int, t: wp.vec4i) -> bool:
     return (i >= t[0] and i < t[1]) or (i >= t[2] and i < t[3])
-
-
-@wp.func
-def _rows_dot(
-    jac: wp.array3d(dtype=wp.vec3), v: wp.array2d(dtype=wp.float32), trees: _Trees, w: int, c: int, dofs: Any
-) -> wp.vec3:
-    """``J_c v``: the three row velocities of row ``c`` for dof velocities ``v[w]``. ``dofs``: a
-    vector as long as the model has dofs (its value unused): the dof loops of these helpers get a
-    length fixed when the step is compiled, and unroll. A row's J and A^-1 J^T are written only
-    within its trees (``trees[w, c]``: elsewhere they are zero, and the scratch holds what earlier
-    rows left), so these helpers read nothing else; a generated step replaces them with versions
-    unrolled per tree of its model (``specialize``)."""
-    t = trees[w, c]
-    u = wp.vec3(0.0)
-    u2 = wp.vec3(0.0)
-    for i in range(len(dofs)):
-        if _in_trees(i, t):
-            if i % 2 == 0:
-                u += jac[w, c, i] * v[w, i]
-            else:
-                u2 += jac[w, c, i] * v[w, i]
-    return u + u2
-
-
-@wp.func
-def _apply(
-    ajac: wp.array3d(dtype=wp.vec3),
-    vel: wp.array2d(dtype=wp.float32),
-    trees: _Trees,
-    w: int,
-    c: int,
-    dlam: wp.vec3,
-    dofs: Any,
-):
-    """``vel += A^-1 J_c^T dlam``."""
-    t = trees[w, c]
-    for i in range(len(dofs)):
-        if _in_trees(i, t):
-            vel[w, i] = vel[w, i] + wp.dot(ajac[w, c, i], dlam)
-
-
-@wp.func
-def _normal_dot(
-    jac: wp.array3d(dtype=wp.vec3), v: wp.array2d(dtype=wp.float32), trees: _Trees, w: int, c: int, dofs: Any
-) -> float:
-    """The normal row of ``_rows_dot``."""
-    t = trees[w, c]
-    u = float(0.0)
-    u2 = float(0.0)
-    for i in range(len(dofs)):
-        if _in_trees(i, t):
-            if i % 2 == 0:
-                u += jac[w, c, i][0] * v[w, i]
-            else:
-                u2 += jac[w, c, i][0] * v[w, i]
-    return u + u2
-
-
-@wp.func
-def _apply_normal(
-    ajac: wp.array3d(dtype=wp.vec3),
-    vel: wp.array2d(dtype=wp.float32),
-    trees: _Trees,
-    w: int,
-    c: int,
-    dl: float,
-    dofs: Any,
-):
-    """``_apply`` of a normal impulse ``dl`` alone."""
-    t = trees[w, c]
-    for i in range(len(dofs)):
-        if _in_trees(i, t):
-            vel[w, i] = vel[w, i] + ajac[w, c, i][0] * dl
-
-
-@wp.func
-def _normal_pair(
-    jac: wp.array3d(dtype=wp.vec3),
-    ajac: wp.array3d(dtype=wp.vec3),
-    trees: _Trees,
-    w: int,
-    c: int,
-    b: int,
-    dofs: Any,
-) -> float:
-    """``J_c A^-1 J_b^T`` over the normal rows of rows ``c`` and ``b``: over the dofs of the trees
-    both touch (zero if none)."""
-    ta = trees[w, c]
-    tb = trees[w, b]
-    s = float(0.0)
-    for i in range(len(dofs)):
-        if _in_trees(i, ta) and _in_trees(i, tb):
-            s += jac[w, c, i][0] * ajac[w, b, i][0]
-    return s
 
 
 @wp.func
@@ -429,7 +281,7 @@ def _solve_normals(cd: ContactData, w: int, nc: int, dofs: Any) -> float:
             target = wp.where(cd.state[w, i] == SOFT, cd.uref[w, i], cd.umin[w, i])
             cd.sysb[w, r] = target - cd.u0[w, i]
             r += 1
-        _ldl_solve(cd.sysm, cd.sysb, w, k)
+        ldl_solve(cd.sysm, cd.sysb, w, k)
         i = int(0)
         while i < nc:
             cd.lnew[w, i] = 0.0
@@ -506,99 +358,8 @@ def _factor_active(cd: ContactData, w: int, nc: int):
         else:
             cd.sysm[w, r, r] = cd.wnn[w, i, i] * (1.0 + RIGID_REG)
         r += 1
-    _ldl_factor(cd.sysm, w, k)
+    ldl_factor(cd.sysm, w, k)
     cd.nact[w] = k
-
-
-PIVOT_MIN = 1.0e-6  # relative to its row's diagonal: a pivot this small drops the row (its unknown is 0)
-
-
-@wp.func
-def _ldl_factor(m: wp.array3d(dtype=wp.float32), w: int, k: int):
-    """The lower triangle of the symmetric positive definite ``m[w, :k, :k]`` = its ``L D L^T``
-    factor in place (Cholesky without square roots; no pivoting: an SPD matrix needs none, and a
-    diagonal scaling of the system would not change it): the unit lower triangle's multipliers
-    below the diagonal, ``1 / d`` on it. A pivot below ``PIVOT_MIN`` of its diagonal (a row that
-    round-off made dependent on the earlier ones) drops its row: its multipliers and ``1 / d`` are
-    0, so its unknown is 0 and no other row sees it."""
-    j = int(0)
-    while j < k:
-        a = m[w, j, j]
-        d = a
-        p = int(0)
-        while p < j:  # m[p, j] above the diagonal: L_jp d_p
-            d -= m[w, j, p] * m[w, p, j]
-            p += 1
-        ok = d > PIVOT_MIN * a
-        dinv = wp.where(ok, 1.0 / d, 0.0)
-        i = int(j + 1)
-        while i < k:
-            x = m[w, i, j]
-            p = int(0)
-            while p < j:
-                x -= m[w, i, p] * m[w, p, j]
-                p += 1
-            m[w, j, i] = x  # L_ij d_j, kept above the diagonal for the rows below
-            m[w, i, j] = x * dinv
-            i += 1
-        m[w, j, j] = dinv
-        j += 1
-
-
-@wp.func
-def _ldl_solve(m: wp.array3d(dtype=wp.float32), b: wp.array2d(dtype=wp.float32), w: int, k: int):
-    """``b[w, :k]`` = the solution of the system ``_ldl_factor`` factored, for right-hand side ``b``."""
-    r = int(0)
-    while r < k:
-        x = b[w, r]
-        c = int(0)
-        while c < r:
-            x -= m[w, r, c] * b[w, c]
-            c += 1
-        b[w, r] = x
-        r += 1
-    r = int(0)
-    while r < k:
-        b[w, r] = b[w, r] * m[w, r, r]
-        r += 1
-    rr = int(0)
-    while rr < k:
-        r = k - 1 - rr
-        x = b[w, r]
-        q = int(r + 1)
-        while q < k:
-            x -= m[w, q, r] * b[w, q]
-            q += 1
-        b[w, r] = x
-        rr += 1
-
-
-@wp.func
-def _power(a: float, p: float) -> float:
-    """``a ** p``, exact and without a call to ``powf`` for MuJoCo's default ``p = 2`` (and ``p = 1``)."""
-    if p == 2.0:
-        return a * a
-    if p == 1.0:
-        return a
-    return wp.pow(a, p)
-
-
-@wp.func
-def _impedance(solimp: _vec5, depth: float) -> float:
-    """MuJoCo's impedance ``d`` at penetration ``depth`` >= 0 (solimp's power-sigmoid in depth/width)."""
-    dmin = solimp[0]
-    dmax = solimp[1]
-    x = depth / wp.max(solimp[2], 1.0e-10)
-    if x >= 1.0:
-        return dmax
-    mid = solimp[3]
-    p = solimp[4]
-    y = float(0.0)
-    if x <= mid:
-        y = _power(x, p) / _power(mid, p - 1.0)
-    else:
-        y = 1.0 - _power(1.0 - x, p) / _power(1.0 - mid, p - 1.0)
-    return dmin + y * (dmax - dmin)
 
 
 @wp.func
@@ -610,29 +371,6 @@ def _touched(cd: ContactData, w: int, nc: int, d: int) -> bool:
             return True
         c += 1
     return False
-
-
-@wp.func
-def _warm_slot(cd: ContactData, w: int, key: wp.vec2i, p: wp.vec3) -> int:
-    """The last substep's row to warm-start a row of pair ``key`` at ``p`` from: among its rows of
-    the same pair not taken yet, the one whose contact point was nearest (the slots of a pair
-    reorder as its contact points come and go: a box's corners, a pad's). Marks it taken; -1: none."""
-    best = int(-1)
-    best_d = float(1.0e30)
-    j = int(0)
-    while j < cd.lam_geom.shape[1]:
-        kj = cd.lam_geom[w, j]
-        if kj[0] == -1:
-            break
-        if kj[0] == key[0] and kj[1] == key[1]:
-            dj = wp.length_sq(cd.lam_pos[w, j] - p)
-            if dj < best_d:
-                best = j
-                best_d = dj
-        j += 1
-    if best >= 0:
-        cd.lam_geom[w, best] = wp.vec2i(-3, -3)  # taken
-    return best
 
 
 @wp.func
@@ -654,7 +392,7 @@ def _limit_row(cm: ContactModel, cd: ContactData, w: int, r: int, d: int, side: 
     cd.wblk[w, r] = wp.mat33(wrr, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     key = wp.vec2i(-2, d)
     cd.row_key[w, r] = key
-    j = _warm_slot(cd, w, key, wp.vec3(0.0))
+    j = warm_slot(cd, w, key, wp.vec3(0.0))
     lam = wp.vec3(0.0)
     cd.state[w, r] = INACTIVE
     if j >= 0:
@@ -704,13 +442,13 @@ def start_row(
     dofs: Any,
 ):
     """Contact ``c``'s rows, once the generated step has written their J, A^-1 J^T, dof ranges and
-    3x3 block of W (``contact_rows.py``): the warm start (applied to ``cd.vel``), the normal row's
+    3x3 block of W (``rows.py``): the warm start (applied to ``cd.vel``), the normal row's
     target velocity (``vn0``: its normal velocity at the start of the substep), regularization and
     depth cap, the friction coefficient. ``dofs``: see ``_rows_dot``."""
     g = cd.slots.geom[w, c]
     p = cd.slots.pos[w, c]
     lam = wp.vec3(0.0)
-    j = _warm_slot(cd, w, g, p)
+    j = warm_slot(cd, w, g, p)
     cd.state[w, c] = INACTIVE
     if j >= 0:
         lam = cd.lam_prev[w, j]
@@ -724,7 +462,7 @@ def start_row(
         solimp = 0.5 * (cm.geom_solimp[g[0]] + cm.geom_solimp[g[1]])
         tc = wp.max(solref[0], 2.0 * dt)
         dmax = solimp[1]
-        imp = _impedance(solimp, -dist)
+        imp = impedance(solimp, -dist)
         kk = 1.0 / (dmax * dmax * tc * tc * solref[1] * solref[1])
         bb = 2.0 / (dmax * tc)
         u_ref = vn0 + dt * (-bb * vn0 - kk * imp * dist)
@@ -852,38 +590,13 @@ def solve_contacts(
     forget_contacts(cd, w, nrow)
 
 
-@wp.func
-def scale_warm_start(cd: ContactData, w: int, s: float):
-    """Scale env ``w``'s warm-start impulses by ``s`` (for a step redone in substeps ``s`` times as long)."""
-    c = int(0)
-    while c < cd.lam_prev.shape[1]:
-        cd.lam_prev[w, c] = cd.lam_prev[w, c] * s
-        c += 1
-
-
-@wp.func
-def forget_contacts(cd: ContactData, w: int, start: int):
-    """Drop the warm-start impulses of env ``w``'s slots from ``start`` on."""
-    c = int(start)
-    while c < cd.lam_geom.shape[1]:
-        if cd.lam_geom[w, c][0] == -1:
-            break  # the rest were forgotten already
-        cd.lam_geom[w, c] = wp.vec2i(-1, -1)
-        c += 1
-
-
-# what ``specialize`` replaces
-DOF_HELPERS = ("_rows_dot", "_apply", "_normal_dot", "_apply_normal", "_normal_pair")
-
-
 def specialize(helpers: dict[str, Any], module_name: str) -> dict[str, Any]:
-    """This module's Warp functions, made again for one model: with ``helpers`` (a generated
-    version of each of ``DOF_HELPERS``, same signature, unrolled over each kinematic tree a row can
-    touch; ``contact_rows.emit_dof_helpers``) in place of the generic ones, which run over every dof
-    of the model: a cube's floor contact touches 6 of the arm + cube scene's 15. Each function is
-    rebuilt from the same code with a copy of this module's globals in which the helpers and the
-    rebuilt functions replace the originals, and is registered in the Warp module ``module_name``
-    (the generated step's). Returns the rebuilt functions by name."""
+    """This module's Warp functions, made for one model: with ``helpers`` (each of ``DOF_HELPERS``,
+    generated for the model by ``rows.emit_dof_helpers``: unrolled over each kinematic tree a row
+    can touch; a cube's floor contact touches 6 of the arm + cube scene's 15 dofs). Each function
+    is rebuilt from the same code with a copy of this module's globals in which the helpers and the
+    rebuilt functions replace the placeholders and originals, and is registered in the Warp module
+    ``module_name`` (the generated step's). Returns the rebuilt functions by name."""
     scope = dict(globals())
     scope["__name__"] = module_name
     scope.update({name: helpers[name] for name in DOF_HELPERS})
@@ -895,105 +608,3 @@ def specialize(helpers: dict[str, Any], module_name: str) -> dict[str, Any]:
             py.__doc__ = f.func.__doc__
             out[name] = scope[name] = wp.func(py)
     return out
-
-
-def build_contact_model(m: Model, mjm, device: str) -> ContactModel:
-    """The constant tables of ``m`` (``mjm``: the compiled MjModel, for the geoms' solref/solimp)."""
-    nv, nbody = m.nv, m.nbody
-    fac_off, off = np.zeros(nv, np.int32), 0
-    for d in range(nv):
-        fac_off[d] = off
-        j = m.dof_parentid[d]
-        while j >= 0:
-            off += 1
-            j = m.dof_parentid[j]
-    body_dof = np.full(nbody, -1, np.int32)  # deepest dof that moves the body, -1 if none
-    body_tree = np.zeros((nbody, 2), np.int32)
-    for b in range(1, nbody):
-        p = int(m.body_parentid[b])
-        own = np.flatnonzero(m.dof_bodyid == b)
-        body_dof[b] = own[-1] if len(own) else body_dof[p]
-    root = np.zeros(nv, np.int64)  # root dof of each dof's tree
-    for d in range(nv):
-        root[d] = d if m.dof_parentid[d] < 0 else root[m.dof_parentid[d]]
-    for b in range(1, nbody):
-        if body_dof[b] >= 0:
-            members = np.flatnonzero(root == root[body_dof[b]])
-            body_tree[b] = (members[0], members[-1] + 1)  # MuJoCo numbers a tree's dofs contiguously
-            assert len(members) == members[-1] + 1 - members[0]
-    arr = lambda x, dt: wp.array(np.ascontiguousarray(x), dtype=dt, device=device)  # noqa: E731
-    cm = ContactModel()
-    cm.geom_body = arr(mjm.geom_bodyid.astype(np.int32), wp.int32)
-    cm.geom_solref = arr(mjm.geom_solref.astype(np.float32), wp.vec2)
-    cm.geom_solimp = arr(mjm.geom_solimp.astype(np.float32), _vec5)
-    cm.dof_body = arr(m.dof_bodyid.astype(np.int32), wp.int32)
-    cm.dof_parent = arr(m.dof_parentid.astype(np.int32), wp.int32)
-    cm.dof_fac = arr(fac_off, wp.int32)
-    cm.body_tree = arr(body_tree, wp.vec2i)
-    lim = [int(m.jnt_dofadr[j]) for j in range(m.njnt) if m.jnt_limited[j]]  # as Tree.limited_dofs
-    cm.lim_dof = arr(np.array(lim, np.int32).reshape(-1), wp.int32)
-    cm.ndinv = int(off)
-    return cm
-
-
-def make_contact_data(
-    slots: _Out, nxt: _Out, nworld: int, max_contacts: int, nlim: int, nv: int, nfac: int, friction, device: str
-) -> ContactData:
-    """Zeroed buffers for ``nworld`` envs: ``max_contacts`` contact slots (``slots``, ``nxt``), and
-    solver rows for them plus the ``nlim`` limited joints; ``friction`` (ngeom,) is every env's
-    initial friction.
-
-    The solver's scratch (everything an env's substep writes before it reads it: Jacobians, W,
-    the active-set system, the rows' targets, the velocities being corrected) is one env's worth
-    on the CPU, where Warp runs a kernel's threads one after another: every env's solve then works
-    in the same ~25 KB, which stays in cache (1024 envs' own scratch, ~25 MB, would not). The
-    arrays keep their ``(nworld, ...)`` shape there with a stride of 0 over envs. On a GPU, where
-    threads run at once, each env has its own."""
-    rows = max_contacts + nlim
-    z = lambda shape, dtype=wp.float32: wp.zeros(shape, dtype=dtype, device=device)  # noqa: E731
-    shared = wp.get_device(device).is_cpu
-
-    def scratch(shape, dtype=wp.float32):
-        shape = (nworld, *shape)
-        if not shared:
-            return z(shape, dtype)
-        one = z((1, *shape[1:]), dtype)
-        # the view does not own its memory: its deleter frees nothing and holds ``one`` alive
-        keep = lambda ptr, size, owner=one: None  # noqa: E731
-        return wp.array(
-            ptr=one.ptr, dtype=dtype, shape=shape, strides=(0, *one.strides[1:]), device=device, deleter=keep
-        )
-
-    cd = ContactData()
-    cd.slots = slots
-    cd.nxt = nxt
-    cd.nxt_wanted = z(nworld, wp.int32)
-    cd.fresh = z(nworld, wp.int32)
-    cd.count = z(nworld, wp.int32)
-    cd.overflow = z(nworld, wp.int32)
-    cd.rounds = z(nworld, wp.int32)
-    cd.force = z((nworld, max_contacts), wp.vec3)
-    per_env = np.tile(np.asarray(friction, np.float32), (nworld, 1))
-    cd.friction = wp.array(per_env, dtype=wp.float32, device=device)
-    for name in ("lim_side", "lim_tgt"):
-        setattr(cd, name, scratch((max(nlim, 1),)))
-    cd.fac = scratch((nfac,))
-    cd.vel = scratch((nv,))
-    cd.jac = scratch((rows, nv), wp.vec3)
-    cd.ajac = scratch((rows, nv), wp.vec3)
-    cd.wblk = scratch((rows,), wp.mat33)
-    cd.wnn = scratch((rows, rows))
-    cd.sysm = scratch((rows, rows))
-    for name in ("u0", "sysb", "lnew", "uref", "umin", "reg", "mu"):
-        setattr(cd, name, scratch((rows,)))
-    for name in ("state", "act"):
-        setattr(cd, name, scratch((rows,), wp.int32))
-    cd.nact = scratch((), wp.int32)
-    cd.trees = scratch((rows,), wp.vec4i)
-    cd.lam = scratch((rows,), wp.vec3)
-    cd.row_key = scratch((rows,), wp.vec2i)
-    cd.lam_prev = z((nworld, rows), wp.vec3)  # the warm start: kept per env from one substep to the next
-    cd.lam_geom = wp.full((nworld, rows), wp.vec2i(-1, -1), dtype=wp.vec2i, device=device)
-    cd.lam_pos = z((nworld, rows), wp.vec3)
-    cd.lam_state = z((nworld, rows), wp.int32)
-    return cd

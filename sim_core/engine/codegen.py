@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .io import dof_qposadr
+from ..types import JointType, Model, dof_qposadr
+from .quaternion import qmul_np, rotate_np
 from .segments import build_segments
-from .types import JointType, Model
 
 __all__ = [
     "Emitter",
@@ -22,8 +22,6 @@ __all__ = [
     "is_zero",
     "is_identity_quat",
     "Tree",
-    "qmul_np",
-    "rotate_np",
 ]
 
 
@@ -55,17 +53,25 @@ def quat(q_wxyz) -> str:
 
 
 class Emitter:
-    """Collects indented source lines."""
+    """Collects indented source lines; ``stage`` marks where each stage's lines start."""
 
     def __init__(self):
         self.lines: list[str] = []
         self.depth = 0
+        self.stages: list[tuple[int, str]] = []  # (first line number, 1-based; stage name)
 
     def __call__(self, line: str) -> None:
         self.lines.append("    " * self.depth + line)
 
     def indent(self) -> _Indent:
         return _Indent(self)
+
+    def stage(self, name: str, emitter: str) -> None:
+        """Start stage ``name``: a comment naming it and the function that emits it (``module.func``),
+        and the mark ``handoff.check`` attributes the following lines by (``name`` has no colon)."""
+        assert ":" not in name, name
+        self(f"# ---- {name}: {emitter}")
+        self.stages.append((len(self.lines), name))
 
     def source(self) -> str:
         return "\n".join(self.lines) + "\n"
@@ -134,25 +140,3 @@ class Tree:
             for j in range(m.njnt)
             if m.jnt_limited[j]
         ]
-
-
-def qmul_np(a, b):
-    """(w, x, y, z) quaternion product on the host."""
-    aw, ax, ay, az = a
-    bw, bx, by, bz = b
-    return np.array(
-        [
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ]
-    )
-
-
-def rotate_np(q, v):
-    """Rotate v by the (w, x, y, z) quaternion q on the host."""
-    w, u = q[0], np.asarray(q[1:])
-    v = np.asarray(v, np.float64)
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)

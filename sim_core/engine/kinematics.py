@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .codegen import Emitter, Tree, is_identity_quat, is_zero, lit, qmul_np, quat, rotate_np, vec3
+from ..types import JointType
+from .codegen import Emitter, Tree, is_identity_quat, is_zero, lit, quat, vec3
+from .quaternion import qmul_np, rotate_np
 from .segments import Segment
 from .symbolic import Val, add, cross, materialize, matmul, matvec, mul, snap, sub, transpose
-from .types import JointType
 
 __all__ = [
     "emit_fk",

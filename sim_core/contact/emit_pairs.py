@@ -1,20 +1,21 @@
 """The model's candidate pairs, emitted: the collision detection of the step kernel.
 
-``collision.collide_env`` walks the pair table at run time: per pair it loads the geoms' ids,
+``reference.collide_env`` walks the pair table at run time: per pair it loads the geoms' ids,
 types, bodies and local frames and the bodies' poses from memory, and branches on the types. The
 step instead has each pair written out (``emit_collide``): the geoms' types, ids and local frames
 are constants, the bodies' poses are the registers the forward kinematics just computed (a body
 fixed in the world, such as the floor, is folded to constants), so a pair whose bounding spheres
 are apart (most pairs, most steps) costs a few operations. The narrow phase itself is the same
-Warp function (``collision.narrow_phase``), in the same pair order, as ``collide_env``.
+Warp function (``narrow_phase.narrow_phase``), in the same pair order, as ``collide_env``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .codegen import Emitter, Tree, is_identity_quat, is_zero, qmul_np, quat, rotate_np, vec3
-from .collision import candidate_pairs
+from ..engine.codegen import Emitter, Tree, is_identity_quat, is_zero, quat, vec3
+from ..engine.quaternion import qmul_np, rotate_np
+from .pairs import PLANE, candidate_pairs
 
 __all__ = ["emit_collide"]
 
@@ -38,7 +39,7 @@ def _geom_frame(t: Tree, e: Emitter, g: int, k: int) -> None:
 
 
 def emit_collide(t: Tree, e: Emitter, out: str, wanted: str, deep: str) -> None:
-    """Env ``w``'s contacts at the poses ``xp{b}``/``xq{b}`` into the slots ``out`` (a ``_Out``), how
+    """Env ``w``'s contacts at the poses ``xp{b}``/``xq{b}`` into the slots ``out`` (a ``ContactSlots``), how
     many were found (beyond the budget too) into ``wanted[w]``, the deepest penetration (>= 0)
     into the variable ``deep``. Needs ``geoms`` (the per-env sizes) and ``margin`` in scope."""
     mjm = t.m.mjmodel
@@ -49,7 +50,7 @@ def emit_collide(t: Tree, e: Emitter, out: str, wanted: str, deep: str) -> None:
         e(f"# pair {mjm.geom(g1).name or g1} - {mjm.geom(g2).name or g2}")
         _geom_frame(t, e, int(g1), 1)
         _geom_frame(t, e, int(g2), 2)
-        e("_s1 = " + ("wp.vec3(0.0)" if t1 == 0 else f"geoms.size[w, {g1}]"))  # a plane is infinite
+        e("_s1 = " + ("wp.vec3(0.0)" if t1 == PLANE else f"geoms.size[w, {g1}]"))  # a plane is infinite
         e(f"_s2 = geoms.size[w, {g2}]")
         args = f"_c1, _q1, _z1, _s1, _c2, _q2, _s2, {g1}, {g2}, margin, {out}"
         e(f"if not pair_apart({t1}, {t2}, _c1, _z1, _s1, _c2, _s2, margin):")

@@ -12,7 +12,7 @@ leave its range, projected Gauss-Seidel finds non-negative impulses so that it l
 limit (a joint already outside, e.g. set there by the user, is pulled back at 20% of the violation per
 step instead of being snapped). In a model with contacts, the limits of joints near them (within
 ``LIMIT_MARGIN``) are also rows of the contact solve that follows, for the trees a contact touches
-(``contact_solver.py``), so a contact cannot push a joint through. A final projection keeps every
+(``contact/solver.py``), so a contact cannot push a joint through. A final projection keeps every
 limited coordinate inside
 ``[min(lower, q_before), max(upper, q_before)]``, so a joint inside its range never leaves it
 (tolerance: float32 rounding, ~1e-7 rad) even when the Gauss-Seidel sweeps do not fully converge.
@@ -23,9 +23,9 @@ rotated by its body-frame angular velocity and renormalized.
 
 from __future__ import annotations
 
+from ..types import JointType
 from .codegen import Emitter, Tree, lit
 from .dynamics import emit_factor, emit_solve
-from .types import JointType
 
 __all__ = [
     "LIMIT_SWEEPS",
@@ -37,6 +37,7 @@ __all__ = [
     "emit_limit_func",
     "factor_size",
     "factor_names",
+    "factor_layout",
 ]
 
 LIMIT_SWEEPS = 4
@@ -44,14 +45,25 @@ LIMIT_RECOVERY = 0.2
 LIMIT_MARGIN = 0.05  # rad or m: limits this close become solver rows when contacts are solved
 
 
-def factor_size(t: Tree) -> int:
-    """Entries of the packed factorization: strict-lower L entries, then the nv inverse pivots."""
-    return sum(len(t.ancestors(i)) for i in range(t.m.nv)) + t.m.nv
-
-
 def factor_names(t: Tree) -> list[str]:
+    """The packed factor's entries, as the step stores them for the contact solver: each dof's
+    strict-lower L entries (its ancestors', nearest first), dof by dof, then the nv inverse pivots."""
     names = [f"a{i}_{j}" for i in range(t.m.nv) for j in t.ancestors(i)]
     return names + [f"dinv{i}" for i in range(t.m.nv)]
+
+
+def factor_size(t: Tree) -> int:
+    return len(factor_names(t))
+
+
+def factor_layout(t: Tree) -> tuple[list[int], int]:
+    """Where each dof's L entries start in the packed factor (``factor_names``), and where the
+    inverse pivots start."""
+    starts, off = [], 0
+    for i in range(t.m.nv):
+        starts.append(off)
+        off += len(t.ancestors(i))
+    return starts, off
 
 
 def emit_velocity_update(t: Tree, e: Emitter, dt: str) -> None:

@@ -1,6 +1,6 @@
 """The contacts' rows, emitted for the model: the per-contact half of the contact solve.
 
-For each contact of a substep (``contact_solver.py`` has the method) the generated step computes,
+For each contact of a substep (``solver.py`` has the method) the generated step computes,
 one env per thread:
 
 - ``J``: its three rows (normal, t1, t2) per dof, the point velocity of geom2's body minus
@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .codegen import Emitter, Tree, is_zero, vec3
-from .dynamics import emit_solve
-from .types import JointType
+from ..engine.codegen import Emitter, Tree, is_zero, vec3
+from ..engine.dynamics import emit_solve
+from ..types import JointType
+from .pairs import colliding_bodies
 
 __all__ = ["emit_contact_rows", "emit_dof_helpers"]
 
@@ -39,10 +40,8 @@ def _deepest_dof(t: Tree, b: int) -> int:
 
 def _chains(t: Tree) -> dict[int, list[int]]:
     """Each moving body with colliding geoms: the dofs that move it, deepest first."""
-    mjm = t.m.mjmodel
-    collides = mjm.geom_contype | mjm.geom_conaffinity
     out = {}
-    for b in sorted({int(mjm.geom_bodyid[g]) for g in range(mjm.ngeom) if collides[g]}):
+    for b in colliding_bodies(t.m.mjmodel):
         chain, d = [], _deepest_dof(t, b)
         while d >= 0:
             chain.append(d)
@@ -173,7 +172,7 @@ def emit_contact_rows(t: Tree, e: Emitter) -> None:
 
 
 def emit_dof_helpers(t: Tree, e: Emitter) -> None:
-    """The contact solver's dof loops (``contact_solver.DOF_HELPERS``, same signatures) for this
+    """The contact solver's dof loops (``solver.DOF_HELPERS``, the signatures listed there) for this
     model: over the dofs of each kinematic tree a contact can touch that row ``c`` touches
     (``trees[w, c]``), unrolled, instead of over all of the model's dofs."""
     chains = _chains(t)

@@ -9,8 +9,8 @@ force no longer depends on the velocity), exactly as MuJoCo's ``implicitfast`` d
 
 from __future__ import annotations
 
+from ..types import CtrlMode
 from .codegen import Emitter, Tree
-from .types import CtrlMode
 
 __all__ = ["CONTROL_ARRAYS", "emit_load_controls", "emit_actuation"]
 

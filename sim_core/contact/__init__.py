@@ -1,0 +1,19 @@
+"""Contacts: which geom pairs collide, their contacts, the rows the step builds for them, the solve.
+
+Every substep of the generated step kernel (``sim_core/step.py``) runs this pipeline per env:
+
+1. ``pairs``: the candidate pairs, chosen once at build time by MuJoCo's filter (host tables).
+2. ``emit_pairs``: each pair written out for the model, calling ``narrow_phase.pair_apart`` and
+   ``narrow_phase.narrow_phase`` (the contacts of two primitive geoms) into ``ContactSlots``.
+3. ``rows``: per contact, the generated Jacobian rows, ``A^-1 J^T`` and the 3x3 block of ``W``.
+4. ``solver``: the normal, friction and joint-limit impulses (``solve_contacts``), with the dense
+   factor of the active normal rows in ``ldl``, MuJoCo's soft-constraint ``impedance`` and the
+   ``warm_start``; its tables and per-env buffers are in ``buffers``.
+
+``reference`` runs the narrow phase alone from the pair tables, for the checks against MuJoCo.
+
+Imports go one way: ``pairs`` <- ``narrow_phase`` <- ``buffers`` <- (``ldl``, ``impedance``,
+``warm_start``) <- ``solver``, and ``pairs`` <-
+the emitters (``emit_pairs``, ``rows``); outside the package, only ``sim_core.engine`` (the emitter,
+the model's structure, the factor's layout) and ``sim_core.types``.
+"""

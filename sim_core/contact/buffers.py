@@ -1,0 +1,176 @@
+"""The contact solver's tables and per-env buffers: ``ContactModel`` (constant, from the model) and
+``ContactData`` (slots, impulses, warm start and the solver's scratch), each one kernel argument."""
+
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+
+from ..engine import integrator
+from ..engine.codegen import Tree
+from .narrow_phase import ContactSlots
+
+__all__ = ["ContactModel", "ContactData", "build_contact_model", "make_contact_data", "vec5"]
+
+vec5 = wp.types.vector(length=5, dtype=wp.float32)
+
+
+@wp.struct
+class ContactModel:
+    """Constant tables of a model for contact Jacobians and factor solves (one kernel argument)."""
+
+    geom_body: wp.array(dtype=wp.int32)  # (ngeom,)
+    geom_solref: wp.array(dtype=wp.vec2)  # (ngeom,) (timeconst s, dampratio)
+    geom_solimp: wp.array(dtype=vec5)  # (ngeom,) (dmin, dmax, width m, midpoint, power)
+    dof_body: wp.array(dtype=wp.int32)  # (nv,)
+    dof_parent: wp.array(dtype=wp.int32)  # (nv,) -1 for a root dof
+    dof_fac: wp.array(dtype=wp.int32)  # (nv,) where dof i's L entries (its ancestors') start in fac
+    body_tree: wp.array(dtype=wp.vec2i)  # (nbody,) dof range [start, end) of the body's tree
+    lim_dof: wp.array(dtype=wp.int32)  # (nlim,) the limited dofs, in the generated code's order
+    ndinv: int  # offset of the nv inverse pivots in fac
+
+
+@wp.struct
+class ContactData:
+    """Per-env contact buffers and solver scratch rows (one kernel argument)."""
+
+    slots: ContactSlots  # (nworld, max_contacts) pos, normal, dist, geom
+    nxt: ContactSlots  # (nworld, max_contacts) the contacts at the end of the last step: the next one's first
+    nxt_wanted: wp.array(dtype=wp.int32)  # (nworld,) contacts found there, beyond the budget too
+    fresh: wp.array(dtype=wp.int32)  # (nworld,) 1: nxt is still of the current state (nothing set since)
+    count: wp.array(dtype=wp.int32)  # (nworld,) contacts in the slots after the last substep
+    overflow: wp.array(dtype=wp.int32)  # (nworld,) contacts dropped in the last step (max over substeps)
+    rounds: wp.array(dtype=wp.int32)  # (nworld,) rounds of friction and normals in the last substep's solve
+    force: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) (normal, t1, t2) force on geom2, N
+    friction: wp.array2d(dtype=wp.float32)  # (nworld, ngeom) sliding friction coefficient
+    lim_side: wp.array2d(dtype=wp.float32)  # (nworld, nlim) +1 / -1: lower / upper limit active, 0: not
+    lim_tgt: wp.array2d(dtype=wp.float32)  # (nworld, nlim) velocity that lands the joint on its limit
+    fac: wp.array2d(dtype=wp.float32)  # (nworld, nfac) the step's packed factor of A
+    vel: wp.array2d(dtype=wp.float32)  # (nworld, nv) velocity being corrected
+    jac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) J: the (normal, t1, t2) rows per dof
+    ajac: wp.array3d(dtype=wp.vec3)  # (nworld, max_contacts, nv) A^-1 J^T, same layout
+    wblk: wp.array2d(dtype=wp.mat33)  # (nworld, max_contacts) the contact's block of W = J A^-1 J^T
+    wnn: wp.array3d(dtype=wp.float32)  # (nworld, max_contacts, max_contacts) normal rows' block of W
+    u0: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal velocity without normal impulses
+    state: wp.array2d(dtype=wp.int32)  # (nworld, max_contacts) normal row INACTIVE, SOFT or CAPPED
+    act: wp.array2d(dtype=wp.int32)  # (nworld, max_contacts) the active rows
+    sysm: wp.array3d(dtype=wp.float32)  # (nworld, max_contacts, max_contacts) active rows' system
+    sysb: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) its right-hand side, then solution
+    nact: wp.array(dtype=wp.int32)  # (nworld,) active rows the factor in sysm is for; -1: stale
+    lnew: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal impulses of a round
+    trees: wp.array2d(dtype=wp.vec4i)  # (nworld, max_contacts) dof ranges [a0, a1), [b0, b1) it touches
+    lam: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) impulses (normal, t1, t2), N s
+    lam_prev: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) the last substep's impulses: warm start
+    lam_geom: wp.array2d(dtype=wp.vec2i)  # (nworld, max_contacts) their pair ((-2, dof): a limit); -1 ends
+    lam_pos: wp.array2d(dtype=wp.vec3)  # (nworld, max_contacts) their contact points, world
+    lam_state: wp.array2d(dtype=wp.int32)  # (nworld, max_contacts) their normal rows' final state
+    uref: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal row's target velocity, m/s
+    umin: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) least normal velocity (depth cap), m/s
+    reg: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) normal row's regularization R
+    mu: wp.array2d(dtype=wp.float32)  # (nworld, max_contacts) friction coefficient of the pair
+    row_key: wp.array2d(dtype=wp.vec2i)  # (nworld, max_contacts) each row's pair, (-2, dof) for a limit
+
+
+def build_contact_model(t: Tree, device: str) -> ContactModel:
+    """The constant tables of ``t``'s model (its compiled MjModel for the geoms' solref/solimp)."""
+    m, mjm = t.m, t.m.mjmodel
+    nv, nbody = m.nv, m.nbody
+    fac_off, ndinv = integrator.factor_layout(t)
+    body_dof = np.full(nbody, -1, np.int32)  # deepest dof that moves the body, -1 if none
+    body_tree = np.zeros((nbody, 2), np.int32)
+    for b in range(1, nbody):
+        p = int(m.body_parentid[b])
+        own = np.flatnonzero(m.dof_bodyid == b)
+        body_dof[b] = own[-1] if len(own) else body_dof[p]
+    root = np.zeros(nv, np.int64)  # root dof of each dof's tree
+    for d in range(nv):
+        root[d] = d if m.dof_parentid[d] < 0 else root[m.dof_parentid[d]]
+    for b in range(1, nbody):
+        if body_dof[b] >= 0:
+            members = np.flatnonzero(root == root[body_dof[b]])
+            body_tree[b] = (members[0], members[-1] + 1)  # MuJoCo numbers a tree's dofs contiguously
+            assert len(members) == members[-1] + 1 - members[0]
+    arr = lambda x, dt: wp.array(np.ascontiguousarray(x), dtype=dt, device=device)  # noqa: E731
+    cm = ContactModel()
+    cm.geom_body = arr(mjm.geom_bodyid.astype(np.int32), wp.int32)
+    cm.geom_solref = arr(mjm.geom_solref.astype(np.float32), wp.vec2)
+    cm.geom_solimp = arr(mjm.geom_solimp.astype(np.float32), vec5)
+    cm.dof_body = arr(m.dof_bodyid.astype(np.int32), wp.int32)
+    cm.dof_parent = arr(m.dof_parentid.astype(np.int32), wp.int32)
+    cm.dof_fac = arr(np.array(fac_off, np.int32), wp.int32)
+    cm.body_tree = arr(body_tree, wp.vec2i)
+    lim = [d for d, *_ in t.limited_dofs()]
+    cm.lim_dof = arr(np.array(lim, np.int32).reshape(-1), wp.int32)
+    cm.ndinv = int(ndinv)
+    return cm
+
+
+def make_contact_data(
+    slots: ContactSlots,
+    nxt: ContactSlots,
+    nworld: int,
+    max_contacts: int,
+    nlim: int,
+    nv: int,
+    nfac: int,
+    friction,
+    device: str,
+) -> ContactData:
+    """Zeroed buffers for ``nworld`` envs: ``max_contacts`` contact slots (``slots``, ``nxt``), and
+    solver rows for them plus the ``nlim`` limited joints; ``friction`` (ngeom,) is every env's
+    initial friction.
+
+    The solver's scratch (everything an env's substep writes before it reads it: Jacobians, W,
+    the active-set system, the rows' targets, the velocities being corrected) is one env's worth
+    on the CPU, where Warp runs a kernel's threads one after another: every env's solve then works
+    in the same ~25 KB, which stays in cache (1024 envs' own scratch, ~25 MB, would not). The
+    arrays keep their ``(nworld, ...)`` shape there with a stride of 0 over envs. On a GPU, where
+    threads run at once, each env has its own."""
+    rows = max_contacts + nlim
+    z = lambda shape, dtype=wp.float32: wp.zeros(shape, dtype=dtype, device=device)  # noqa: E731
+    shared = wp.get_device(device).is_cpu
+
+    def scratch(shape, dtype=wp.float32):
+        shape = (nworld, *shape)
+        if not shared:
+            return z(shape, dtype)
+        one = z((1, *shape[1:]), dtype)
+        # the view does not own its memory: its deleter frees nothing and holds ``one`` alive
+        keep = lambda ptr, size, owner=one: None  # noqa: E731
+        return wp.array(
+            ptr=one.ptr, dtype=dtype, shape=shape, strides=(0, *one.strides[1:]), device=device, deleter=keep
+        )
+
+    cd = ContactData()
+    cd.slots = slots
+    cd.nxt = nxt
+    cd.nxt_wanted = z(nworld, wp.int32)
+    cd.fresh = z(nworld, wp.int32)
+    cd.count = z(nworld, wp.int32)
+    cd.overflow = z(nworld, wp.int32)
+    cd.rounds = z(nworld, wp.int32)
+    cd.force = z((nworld, max_contacts), wp.vec3)
+    per_env = np.tile(np.asarray(friction, np.float32), (nworld, 1))
+    cd.friction = wp.array(per_env, dtype=wp.float32, device=device)
+    for name in ("lim_side", "lim_tgt"):
+        setattr(cd, name, scratch((max(nlim, 1),)))
+    cd.fac = scratch((nfac,))
+    cd.vel = scratch((nv,))
+    cd.jac = scratch((rows, nv), wp.vec3)
+    cd.ajac = scratch((rows, nv), wp.vec3)
+    cd.wblk = scratch((rows,), wp.mat33)
+    cd.wnn = scratch((rows, rows))
+    cd.sysm = scratch((rows, rows))
+    for name in ("u0", "sysb", "lnew", "uref", "umin", "reg", "mu"):
+        setattr(cd, name, scratch((rows,)))
+    for name in ("state", "act"):
+        setattr(cd, name, scratch((rows,), wp.int32))
+    cd.nact = scratch((), wp.int32)
+    cd.trees = scratch((rows,), wp.vec4i)
+    cd.lam = scratch((rows,), wp.vec3)
+    cd.row_key = scratch((rows,), wp.vec2i)
+    cd.lam_prev = z((nworld, rows), wp.vec3)  # the warm start: kept per env from one substep to the next
+    cd.lam_geom = wp.full((nworld, rows), wp.vec2i(-1, -1), dtype=wp.vec2i, device=device)
+    cd.lam_pos = z((nworld, rows), wp.vec3)
+    cd.lam_state = z((nworld, rows), wp.int32)
+    return cd
