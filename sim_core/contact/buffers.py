@@ -74,22 +74,13 @@ class ContactData:
 def build_contact_model(t: Tree, device: str) -> ContactModel:
     """The constant tables of ``t``'s model (its compiled MjModel for the geoms' solref/solimp)."""
     m, mjm = t.m, t.m.mjmodel
-    nv, nbody = m.nv, m.nbody
+    nbody = m.nbody
     fac_off, ndinv = integrator.factor_layout(t)
-    body_dof = np.full(nbody, -1, np.int32)  # deepest dof that moves the body, -1 if none
-    body_tree = np.zeros((nbody, 2), np.int32)
+    body_tree = np.zeros((nbody, 2), np.int32)  # dof range of the tree that moves the body
     for b in range(1, nbody):
-        p = int(m.body_parentid[b])
-        own = np.flatnonzero(m.dof_bodyid == b)
-        body_dof[b] = own[-1] if len(own) else body_dof[p]
-    root = np.zeros(nv, np.int64)  # root dof of each dof's tree
-    for d in range(nv):
-        root[d] = d if m.dof_parentid[d] < 0 else root[m.dof_parentid[d]]
-    for b in range(1, nbody):
-        if body_dof[b] >= 0:
-            members = np.flatnonzero(root == root[body_dof[b]])
-            body_tree[b] = (members[0], members[-1] + 1)  # MuJoCo numbers a tree's dofs contiguously
-            assert len(members) == members[-1] + 1 - members[0]
+        d = t.deepest_dof(b)
+        if d >= 0:
+            body_tree[b] = t.dof_tree[d]
     arr = lambda x, dt: wp.array(np.ascontiguousarray(x), dtype=dt, device=device)  # noqa: E731
     cm = ContactModel()
     cm.geom_body = arr(mjm.geom_bodyid.astype(np.int32), wp.int32)

@@ -29,20 +29,11 @@ from .pairs import colliding_bodies
 __all__ = ["emit_contact_rows", "emit_dof_helpers"]
 
 
-def _deepest_dof(t: Tree, b: int) -> int:
-    """The last dof on the path from the world to body ``b``, -1 if none moves it."""
-    while b > 0:
-        if t.body_dofs[b]:
-            return t.body_dofs[b][-1]
-        b = int(t.m.body_parentid[b])
-    return -1
-
-
 def _chains(t: Tree) -> dict[int, list[int]]:
     """Each moving body with colliding geoms: the dofs that move it, deepest first."""
     out = {}
     for b in colliding_bodies(t.m.mjmodel):
-        chain, d = [], _deepest_dof(t, b)
+        chain, d = [], t.deepest_dof(b)
         while d >= 0:
             chain.append(d)
             d = int(t.m.dof_parentid[d])
@@ -52,17 +43,8 @@ def _chains(t: Tree) -> dict[int, list[int]]:
 
 
 def _trees(t: Tree, dofs: set[int]) -> list[tuple[int, int]]:
-    """The dof ranges [start, end) of the kinematic trees holding ``dofs`` (MuJoCo numbers a
-    tree's dofs contiguously)."""
-    parent = t.m.dof_parentid
-    root = []
-    for d in range(t.m.nv):
-        root.append(d if parent[d] < 0 else root[parent[d]])
-    ranges = set()
-    for d in dofs:
-        members = [i for i in range(t.m.nv) if root[i] == root[d]]
-        ranges.add((members[0], members[-1] + 1))
-    return sorted(ranges)
+    """The dof ranges [start, end) of the kinematic trees holding ``dofs``, in order."""
+    return sorted({t.dof_tree[d] for d in dofs})
 
 
 def _dof_kind(t: Tree, d: int) -> tuple[JointType, int]:

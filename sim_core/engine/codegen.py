@@ -104,6 +104,16 @@ class Tree:
         self.dof_qadr = dof_qposadr(m)  # hinge/slide dof -> its qpos coordinate, -1 for free dofs
         self.segments = build_segments(m)  # the tree the dynamics is emitted for
         self.factor_rows: dict[int, list[int]] | None = None  # set by dynamics.factor_pattern
+        # each dof's kinematic tree as a dof range [start, end): MuJoCo numbers a tree's dofs
+        # contiguously, and the mass matrix and its factor are block-diagonal by tree
+        root = []
+        for d in range(m.nv):
+            root.append(d if m.dof_parentid[d] < 0 else root[m.dof_parentid[d]])
+        self.dof_tree: list[tuple[int, int]] = []
+        for d in range(m.nv):
+            members = [i for i in range(m.nv) if root[i] == root[d]]
+            assert len(members) == members[-1] + 1 - members[0], "a tree's dofs are not contiguous"
+            self.dof_tree.append((members[0], members[-1] + 1))
         # static bodies' world poses, folded to constants
         self.static_pos = np.zeros((nb, 3))
         self.static_quat = np.tile([1.0, 0, 0, 0], (nb, 1))
@@ -113,6 +123,14 @@ class Tree:
             p = m.body_parentid[b]
             self.static_pos[b] = self.static_pos[p] + rotate_np(self.static_quat[p], m.body_pos[b])
             self.static_quat[b] = qmul_np(self.static_quat[p], m.body_quat[b])
+
+    def deepest_dof(self, b: int) -> int:
+        """The last dof on the path from the world to body ``b``, -1 if none moves it."""
+        while b > 0:
+            if self.body_dofs[b]:
+                return self.body_dofs[b][-1]
+            b = int(self.m.body_parentid[b])
+        return -1
 
     def ancestors(self, i: int) -> list[int]:
         """Dofs above dof i in the tree, nearest first."""
