@@ -27,6 +27,8 @@ are recorded once (``launch.py``).
 
 from __future__ import annotations
 
+import contextlib
+
 import warp as wp
 
 from . import adaptive_split, handoff
@@ -196,16 +198,15 @@ def _emit_step_kernel(t: Tree, e: Emitter, substeps: int, contacts: bool) -> Non
                     e(f"fa{i} = float(0.0)")
             if substeps > 1:
                 e("for _sub in range(nsub):")
-                e.depth += 1
-            if contacts:
-                e("if detect < 0:  # a detection pass only ends the substep")
-                with e.indent():
+            with e.indent() if substeps > 1 else contextlib.nullcontext():
+                if contacts:
+                    e("if detect < 0:  # a detection pass only ends the substep")
+                    with e.indent():
+                        _emit_substep(t, e, contacts)
+                    e.stage("collision", "step._emit_collision")
+                    _emit_collision(t, e)
+                else:
                     _emit_substep(t, e, contacts)
-                e.stage("collision", "step._emit_collision")
-                _emit_collision(t, e)
-            else:
-                _emit_substep(t, e, contacts)
-            e.depth -= 1 if substeps > 1 else 0
             if contacts:
                 e.stage("adaptive split end", "adaptive_split.emit_pass_end")
                 adaptive_split.emit_pass_end(t, e)
@@ -319,7 +320,7 @@ def cpu_compiler_flags() -> str:
       instruction (Warp emits each operation as its own statement, and clang's default fuses only
       within one expression, so without the flag the CPU code has none). Fusions are chosen per
       code block, which is why contacts are detected by a pass of the step kernel itself
-      (``_emit_detect_start``). NVRTC fuses by default, so the CUDA code has them too.
+      (``adaptive_split.emit_pass_start``). NVRTC fuses by default, so the CUDA code has them too.
     - ``-ffast-math``: clang may reassociate sums, ignore the sign of zero and assume no NaN or
       inf, so ``wp.min``/``wp.max`` are single instructions and comparisons need no unordered
       case. Results stay deterministic (the same binary does the same operations); what it gives
