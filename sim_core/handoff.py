@@ -52,6 +52,8 @@ HANDOFFS = (
     Handoff(r"fa\d+", "actuator force of dof i, clamped (N m or N)", ("step outputs", "actuation")),
     Handoff(r"kd\d+", "velocity gain of dof i the integrator treats implicitly", ("actuation",)),
     Handoff(r"acc\d+", "acceleration of dof i (rad/s^2 or m/s^2)", ("velocity update",)),
+    Handoff(r"a\d+_\d+", "L entry (i, j) of the factor of A = M + dt diag(damping + kd)", ("velocity update",)),
+    Handoff(r"dinv\d+", "1 / D_i of that factor (the contact solver reads both)", ("velocity update",)),
     Handoff(r"side\d+", "limit of dof i active: +1 lower, -1 upper, 0 none", ("joint limits",)),
     Handoff(r"tgt\d+", "velocity of dof i that lands it on its active limit", ("joint limits",)),
     Handoff(r"_any", "some joint limit is active", ("joint limits",)),
@@ -72,9 +74,10 @@ def specialized_globals() -> tuple[str, ...]:
 
 def check(source: str, stages: list[tuple[int, str]], extra_globals=()) -> None:
     """Raise ``GenerationError`` if a function of ``source`` reads a name before it is assigned (and
-    it is no argument, module global or builtin) or a stage assigns a name of ``HANDOFFS`` that the
-    table does not give it. ``stages``: ``(first line, stage)`` marks (``Emitter.stages``); lines
-    before a function's first mark belong to the stage ``"step"``."""
+    it is no argument, module global or builtin) or a stage of a kernel assigns a name of
+    ``HANDOFFS`` that the table does not give it (helper functions have names of their own).
+    ``stages``: ``(first line, stage)`` marks (``Emitter.stages``); lines before a function's first
+    mark belong to the stage ``"step"``."""
     tree = ast.parse(source)
     known = set(dir(builtins)) | set(extra_globals)
     for node in tree.body:
@@ -86,12 +89,16 @@ def check(source: str, stages: list[tuple[int, str]], extra_globals=()) -> None:
             known.update(t.id for t in node.targets if isinstance(t, ast.Name))
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
-            _Checker(node, known, stages).run()
+            _Checker(node, known, stages, kernel=any(_is_kernel(d) for d in node.decorator_list)).run()
+
+
+def _is_kernel(decorator: ast.expr) -> bool:
+    return isinstance(decorator, ast.Attribute) and decorator.attr == "kernel"
 
 
 class _Checker:
-    def __init__(self, fn: ast.FunctionDef, known: set[str], stages: list[tuple[int, str]]):
-        self.fn = fn
+    def __init__(self, fn: ast.FunctionDef, known: set[str], stages: list[tuple[int, str]], kernel: bool):
+        self.fn, self.kernel = fn, kernel
         self.defined = set(known) | {a.arg for a in fn.args.args}
         self.marks = [(line, name) for line, name in stages if fn.lineno <= line <= fn.end_lineno]
 
@@ -151,7 +158,7 @@ class _Checker:
         if isinstance(target, ast.Name):
             owner = self._owner(target.id)
             stage = self.stage(target.lineno)
-            if owner is not None and stage not in owner.stages:
+            if self.kernel and owner is not None and stage not in owner.stages:
                 raise GenerationError(
                     f"generated {self.fn.name}, stage {stage!r}, line {target.lineno}: assigns "
                     f"{target.id!r} ({owner.holds}), which the table gives to {', '.join(owner.stages)}"
