@@ -3,16 +3,18 @@
 The stage emitters write straight-line code for one env in which each stage leaves its results in
 local variables named by index (``q3``, ``M4_2``, ...) for the stages after it. ``HANDOFFS`` is the
 table of those names: what each holds and which stages may assign it. ``check`` runs on every
-generated source (``step.generate_source``): every name a kernel reads must have been assigned
-earlier in it (or be an argument, a module global or a builtin), and a name of the table may only
-be assigned by the stages the table gives it. A typo in an emitter therefore fails in Python when
-the source is generated, with the stage and line, rather than in Warp's compiler.
+new generated source (``step.generate_source``, ``launch.load_kernels``): every name a kernel reads
+must have been assigned earlier in it (or be an argument, a module global or a builtin), and a name
+of the table may only be assigned by the stages the table gives it. A typo in an emitter therefore
+fails in Python when the source is generated, with the stage and line, rather than in Warp's
+compiler.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import re
 from dataclasses import dataclass
 
@@ -147,7 +149,7 @@ class _Checker:
     def reads(self, expr: ast.expr) -> None:
         for node in ast.walk(expr):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in self.defined:
-                owner = self._owner(node.id)
+                owner = _owner(node.id)
                 declared = f" (the table gives it to {', '.join(owner.stages)})" if owner else ""
                 raise GenerationError(
                     f"generated {self.fn.name}, stage {self.stage(node.lineno)!r}, line {node.lineno}: "
@@ -156,9 +158,9 @@ class _Checker:
 
     def assign(self, target: ast.expr) -> None:
         if isinstance(target, ast.Name):
-            owner = self._owner(target.id)
-            stage = self.stage(target.lineno)
-            if self.kernel and owner is not None and stage not in owner.stages:
+            owner = _owner(target.id) if self.kernel else None
+            stage = self.stage(target.lineno) if owner is not None else ""
+            if owner is not None and stage not in owner.stages:
                 raise GenerationError(
                     f"generated {self.fn.name}, stage {stage!r}, line {target.lineno}: assigns "
                     f"{target.id!r} ({owner.holds}), which the table gives to {', '.join(owner.stages)}"
@@ -170,6 +172,8 @@ class _Checker:
         else:  # a subscript or attribute: what it indexes is read
             self.reads(target)
 
-    @staticmethod
-    def _owner(name: str) -> Handoff | None:
-        return next((h for rx, h in _COMPILED if rx.fullmatch(name)), None)
+
+@functools.cache
+def _owner(name: str) -> Handoff | None:
+    """The table's entry for ``name``, None for a stage's own name."""
+    return next((h for rx, h in _COMPILED if rx.fullmatch(name)), None)

@@ -80,13 +80,15 @@ class Kernels:
 
 
 def load_kernels(t: Tree, substeps: int = 1, contacts: bool = False) -> Kernels:
-    """Generate (or reuse) the model's kernel module and import it."""
-    source = generate_source(t, substeps, contacts)
+    """Generate (or reuse) the model's kernel module and import it. A source not in the cache yet is
+    generated again with the stages' handoff check (``handoff.py``) before it is written."""
+    source = generate_source(t, substeps, contacts, check=False)
     name = "sim_core_gen_" + hashlib.sha256(source.encode()).hexdigest()[:16]
     if name in sys.modules:
         return Kernels(sys.modules[name])
     path = _cache_dir() / f"{name}.py"
     if not path.is_file() or path.read_text() != source:
+        generate_source(t, substeps, contacts, check=True)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(source)

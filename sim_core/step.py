@@ -86,14 +86,15 @@ _SPLIT_ARGS = (
 ENVS_PER_THREAD = 64  # envs one thread of a launch over all envs steps in turn, on the CPU (see below)
 
 
-def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
+def generate_source(t: Tree, substeps: int = 1, contacts: bool = False, *, check: bool = True) -> str:
     """Python/Warp source of the ``fk``, ``forward`` and ``step`` kernels for the tree's model.
 
     With ``substeps == 1`` the step is emitted without a loop (a loop over substeps keeps the
     compiler from optimizing across the state variables it carries). With ``contacts`` the step
     detects and solves contacts every substep, takes the contact buffers, and runs inside the
     adaptive split (``adaptive_split.py``): a step that ends too deep in a contact is redone in
-    finer substeps. The names the stages hand to each other are checked against ``handoff.py``.
+    finer substeps. With ``check`` the names the stages hand to each other are checked against
+    ``handoff.py`` (about 0.2 s; ``launch.load_kernels`` checks each new source once).
     """
     m = t.m
     e = Emitter()
@@ -117,7 +118,8 @@ def generate_source(t: Tree, substeps: int = 1, contacts: bool = False) -> str:
     _emit_forward_kernel(t, e)
     _emit_step_kernel(t, e, substeps, contacts)
     source = e.source()
-    handoff.check(source, e.stages, handoff.specialized_globals() if contacts else ())
+    if check:
+        handoff.check(source, e.stages, handoff.specialized_globals() if contacts else ())
     return source
 
 
