@@ -68,6 +68,14 @@ class ContactBuffers:
     warm_start_geom: torch.Tensor  # (nworld, rows, 2) int32 the warm start's geom pairs ((-2, dof): a
     # joint limit); (-1, -1) ends the list
     fresh: torch.Tensor  # (nworld,) int32 1: the next step may start from the contacts the last ended with
+    # The contacts detected at the current state (at the end of the last step, or by ``poses()``
+    # after a state was set), which the next step starts from:
+    detected_count: torch.Tensor  # (nworld,) int32 contacts found, beyond the budget too
+    detected_geom: torch.Tensor  # (nworld, max_contacts, 2) int32 their geom ids (the first
+    # min(detected_count, max_contacts) slots hold them)
+    detected_pos: torch.Tensor  # (nworld, max_contacts, 3) m
+    detected_normal: torch.Tensor  # (nworld, max_contacts, 3)
+    detected_dist: torch.Tensor  # (nworld, max_contacts) signed gap, m
     overflow: torch.Tensor  # (nworld,) int32 contacts the last step dropped for want of slots
     # The solver's scratch, for inspection: per env on CUDA; on the CPU one buffer the envs share
     # (stride 0 over envs) that holds the env stepped last, so read it in a scene of one env.

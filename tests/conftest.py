@@ -20,10 +20,11 @@ def runtime():
     sc.destroy()
 
 
-def make_scene(*morphs, n_envs=0, dt=0.01, substeps=1, gravity=(0.0, 0.0, -9.81)):
+def make_scene(*morphs, n_envs=0, dt=0.01, substeps=1, gravity=(0.0, 0.0, -9.81), rigid_options=None):
     """Build a scene of the given morphs; returns (scene, entities)."""
     scene = sc.Scene(
         sim_options=sc.SimOptions(dt=dt, substeps=substeps, gravity=gravity),
+        rigid_options=rigid_options,
         profiling_options=sc.ProfilingOptions(show_FPS=False),
     )
     entities = [scene.add_entity(m) for m in morphs]

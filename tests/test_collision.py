@@ -1,4 +1,7 @@
-"""Narrow-phase collision against MuJoCo's mj_collision on the same model and poses."""
+"""Collision detection, as the step kernel runs it, against MuJoCo's mj_collision on the same model
+and poses (contact margin 0, as MuJoCo's default)."""
+
+from types import SimpleNamespace
 
 import mujoco
 import numpy as np
@@ -8,7 +11,6 @@ from conftest import make_scene
 
 import sim_core as sc
 from sim_core.contact.pairs import CollisionPlan
-from sim_core.contact.reference import collide
 
 N = 24
 # pair types whose contact points are MuJoCo's exactly; capsule-box and box-box choose their points
@@ -20,7 +22,7 @@ def _wp_device():
     return "cpu" if sc.device.type == "cpu" else f"cuda:{sc.device.index or 0}"
 
 
-def _scene():
+def _scene(max_contacts=64):
     return make_scene(
         sc.morphs.Plane(),
         sc.morphs.Sphere(radius=0.05),
@@ -29,7 +31,24 @@ def _scene():
         sc.morphs.Capsule(radius=0.02, length=0.08),
         sc.morphs.Box(size=(0.1, 0.06, 0.08)),
         n_envs=N,
+        rigid_options=sc.RigidOptions(contact_margin=0.0, max_contacts=max_contacts),
     )
+
+
+def _detect(solver, q):
+    """Set every env's ``qpos`` and detect its contacts as the step kernel does (``poses()`` runs the
+    detection pass of the envs whose state was set); returns the detected contacts, their count
+    within the budget and the overflow beyond it."""
+    solver.set_qpos(torch.as_tensor(q, dtype=torch.float32))
+    solver.poses()
+    c = solver.contacts
+    budget = solver.max_contacts
+    count = c.detected_count.clamp(max=budget)
+    overflow = (c.detected_count - budget).clamp(min=0)
+    return SimpleNamespace(
+        pos=c.detected_pos, normal=c.detected_normal, dist=c.detected_dist, geom=c.detected_geom,
+        count=count, overflow=overflow,
+    )  # fmt: skip
 
 
 def _random_poses(m, rng):
@@ -51,10 +70,7 @@ def test_contacts_match_mujoco_for_the_implemented_pairs():
     assert plan.unsupported == []
     rng = np.random.default_rng(0)
     q = _random_poses(m, rng)
-    solver = scene.sim.rigid_solver
-    solver.set_qpos(torch.as_tensor(q, dtype=torch.float32))
-    solver.poses()
-    c = collide(plan, solver.state_view().xpos, solver.state_view().xquat, max_contacts=64)
+    c = _detect(scene.sim.rigid_solver, q)
     assert int(c.overflow.sum()) == 0
     d = mujoco.MjData(m)
     pointwise = {tuple(map(int, p)) for p in plan.pairs if (m.geom_type[p[0]], m.geom_type[p[1]]) in _POINTWISE}
@@ -84,17 +100,13 @@ def test_contacts_match_mujoco_for_the_implemented_pairs():
 
 
 def test_budget_overflow_is_counted_per_env():
-    scene, _ = _scene()
+    scene, _ = _scene(max_contacts=3)
     m = scene.mjmodel
-    plan = CollisionPlan.build(m, _wp_device(), N)
     q = np.tile(m.qpos0, (N, 1))
     q[:, 0::7] = np.arange(m.njnt)  # bodies 1 m apart
     q[:, 2::7] = 1.0  # and above the floor: no contact
     q[1::2, 2::7] = -0.5  # odd envs: every body sunk into the floor
-    solver = scene.sim.rigid_solver
-    solver.set_qpos(torch.as_tensor(q, dtype=torch.float32))
-    solver.poses()
-    c = collide(plan, solver.state_view().xpos, solver.state_view().xquat, max_contacts=3)
+    c = _detect(scene.sim.rigid_solver, q)
     assert (c.count[1::2] == 3).all() and (c.overflow[1::2] > 0).all()
     assert (c.overflow[0::2] == 0).all()
 
@@ -108,6 +120,7 @@ def test_capsule_box_and_box_box_match_mujoco_at_the_deepest_point():
         sc.morphs.Box(size=(0.1, 0.06, 0.08)),
         sc.morphs.Box(size=(0.05, 0.05, 0.05)),
         n_envs=n,
+        rigid_options=sc.RigidOptions(contact_margin=0.0, max_contacts=16),
     )
     m = scene.mjmodel
     plan = CollisionPlan.build(m, _wp_device(), n)
@@ -118,10 +131,7 @@ def test_capsule_box_and_box_box_match_mujoco_at_the_deepest_point():
         q[:, a : a + 3] = rng.uniform(-0.09, 0.09, (n, 3))
         quat = rng.normal(size=(n, 4))
         q[:, a + 3 : a + 7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
-    solver = scene.sim.rigid_solver
-    solver.set_qpos(torch.as_tensor(q, dtype=torch.float32))
-    solver.poses()
-    c = collide(plan, solver.state_view().xpos, solver.state_view().xquat, max_contacts=16)
+    c = _detect(scene.sim.rigid_solver, q)
     count, geom, dist, normal = (x.cpu().numpy() for x in (c.count, c.geom, c.dist, c.normal))
     d = mujoco.MjData(m)
     compared = {}

@@ -10,7 +10,8 @@ Every substep of the generated step kernel (``sim_core/step.py``) runs this pipe
    factor of the active normal rows in ``ldl``, MuJoCo's soft-constraint ``impedance`` and the
    ``warm_start``; its tables and per-env buffers are in ``buffers``.
 
-``reference`` runs the narrow phase alone from the pair tables, for the checks against MuJoCo.
+``rigid_solver.contacts.detected_*`` (``sim_core/state.py``) show what the detection found, which
+``tests/test_collision.py`` checks against MuJoCo's ``mj_collision``.
 
 Imports go one way: ``pairs`` <- ``narrow_phase`` <- ``buffers`` <- (``ldl``, ``impedance``,
 ``warm_start``) <- ``solver``, and ``pairs`` <-

@@ -1,12 +1,11 @@
 """The model's candidate pairs, emitted: the collision detection of the step kernel.
 
-``reference.collide_env`` walks the pair table at run time: per pair it loads the geoms' ids,
-types, bodies and local frames and the bodies' poses from memory, and branches on the types. The
-step instead has each pair written out (``emit_collide``): the geoms' types, ids and local frames
-are constants, the bodies' poses are the registers the forward kinematics just computed (a body
-fixed in the world, such as the floor, is folded to constants), so a pair whose bounding spheres
-are apart (most pairs, most steps) costs a few operations. The narrow phase itself is the same
-Warp function (``narrow_phase.narrow_phase``), in the same pair order, as ``collide_env``.
+Each candidate pair (``pairs.candidate_pairs``) is written out in a fixed order (``emit_collide``):
+the geoms' types, ids and local frames are constants, the bodies' poses are the registers the
+forward kinematics just computed (a body fixed in the world, such as the floor, is folded to
+constants), so a pair whose bounding spheres are apart (most pairs, most steps) costs a few
+operations before ``narrow_phase.pair_apart`` rules it out; the others go to
+``narrow_phase.narrow_phase``.
 """
 
 from __future__ import annotations
