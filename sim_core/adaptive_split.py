@@ -23,7 +23,8 @@ from __future__ import annotations
 import contextlib
 
 from .contact import pairs
-from .engine.codegen import Emitter, Tree
+from .engine.codegen import Emitter
+from .engine.tree import Tree
 from .types import JointType
 
 __all__ = [

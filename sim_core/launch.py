@@ -19,7 +19,7 @@ import warp as wp
 from . import adaptive_split
 from .adaptive_split import INLINE_REDO
 from .engine import actuation
-from .engine.codegen import Tree
+from .engine.tree import Tree
 from .step import ENVS_PER_THREAD, generate_source
 from .types import Data
 

@@ -11,7 +11,7 @@ import warp as wp
 from . import _select, io, launch, state, views
 from .contact import buffers, narrow_phase, pairs
 from .engine import integrator
-from .engine.codegen import Tree
+from .engine.tree import Tree
 from .errors import InvalidValueError
 from .options import RigidOptions, SimOptions
 from .transforms import contact_frame

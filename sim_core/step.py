@@ -34,7 +34,8 @@ import warp as wp
 from . import adaptive_split, handoff
 from .contact import emit_pairs, rows
 from .engine import actuation, dynamics, integrator, kinematics
-from .engine.codegen import Emitter, Tree
+from .engine.codegen import Emitter
+from .engine.tree import Tree
 
 __all__ = ["generate_source", "cpu_compiler_flags", "ENVS_PER_THREAD"]
 

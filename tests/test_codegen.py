@@ -11,7 +11,7 @@ from conftest import make_scene
 import sim_core as sc
 from sim_core import step
 from sim_core.engine import integrator
-from sim_core.engine.codegen import Tree
+from sim_core.engine.tree import Tree
 from sim_core.handoff import HANDOFFS, GenerationError
 
 STAGES = [

@@ -7,7 +7,7 @@ import numpy as np
 import warp as wp
 
 from ..engine import integrator
-from ..engine.codegen import Tree
+from ..engine.tree import Tree
 from .narrow_phase import ContactSlots
 
 __all__ = ["ContactModel", "ContactData", "build_contact_model", "make_contact_data", "vec5"]

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.codegen import Emitter, Tree, is_identity_quat, is_zero, quat, vec3
+from ..engine.codegen import Emitter, is_identity_quat, is_zero, quat, vec3
 from ..engine.quaternion import qmul_np, rotate_np
+from ..engine.tree import Tree
 from .pairs import PLANE, candidate_pairs
 
 __all__ = ["emit_collide"]

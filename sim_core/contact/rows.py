@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine.codegen import Emitter, Tree, is_zero, vec3
+from ..engine.codegen import Emitter, is_zero, vec3
 from ..engine.dynamics import emit_solve
+from ..engine.tree import Tree
 from ..types import JointType
 from .pairs import colliding_bodies
 

@@ -10,7 +10,8 @@ force no longer depends on the velocity), exactly as MuJoCo's ``implicitfast`` d
 from __future__ import annotations
 
 from ..types import CtrlMode
-from .codegen import Emitter, Tree
+from .codegen import Emitter
+from .tree import Tree
 
 __all__ = ["CONTROL_ARRAYS", "emit_load_controls", "emit_actuation"]
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .codegen import Emitter, Tree, lit
+from .codegen import Emitter, lit
 from .kinematics import emit_segment_transforms, force_to_parent, motion_to_child
 from .segments import Segment
 from .symbolic import Val, add, cross, dot, materialize, matmul, matvec, mul, neg, snap, sub, transpose
+from .tree import Tree
 
 __all__ = ["emit_bias", "emit_mass_matrix", "factor_pattern", "emit_factor", "emit_solve", "emit_load_inertial"]
 

@@ -24,8 +24,9 @@ rotated by its body-frame angular velocity and renormalized.
 from __future__ import annotations
 
 from ..types import JointType
-from .codegen import Emitter, Tree, lit
+from .codegen import Emitter, lit
 from .dynamics import emit_factor, emit_solve
+from .tree import Tree
 
 __all__ = [
     "LIMIT_SWEEPS",

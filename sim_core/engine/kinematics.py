@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import JointType
-from .codegen import Emitter, Tree, is_identity_quat, is_zero, lit, quat, vec3
+from .codegen import Emitter, is_identity_quat, is_zero, lit, quat, vec3
 from .quaternion import qmul_np, rotate_np
 from .segments import Segment
 from .symbolic import Val, add, cross, materialize, matmul, matvec, mul, snap, sub, transpose
+from .tree import Tree
 
 __all__ = [
     "emit_fk",
