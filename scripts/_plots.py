@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, or None (with a note) where matplotlib is missing."""
     try:
         import matplotlib
 
@@ -23,7 +24,7 @@ def throughput_png(
     hlines: dict[str, float] | None = None,
 ) -> None:
     """Env-steps/s against n_envs, log-log, one line per series (ours and the references)."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return
     fig, ax = plt.subplots(figsize=(6.4, 4.2))

@@ -169,13 +169,10 @@ def _bare_env_rate(spec, device, rounds: int = 3, seconds: float = 1.0) -> float
 def _plot(rows, args, task) -> None:
     if not args.png:
         return
-    try:
-        import matplotlib
+    from _plots import pyplot
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed: no PNG (pip install matplotlib)")
+    plt = pyplot()
+    if plt is None:
         return
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot([r["seconds"] for r in rows], [r["success_rate"] for r in rows], marker="o")

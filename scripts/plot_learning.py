@@ -13,7 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
-from _plots import _pyplot
+from _plots import pyplot
 
 
 def main(argv=None) -> None:
@@ -28,7 +28,7 @@ def main(argv=None) -> None:
     labels = args.labels or [Path(r).stem for r in args.runs]
     if len(labels) != len(args.runs):
         p.error(f"--labels: expected {len(args.runs)} labels, one per run, got {len(labels)}")
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
