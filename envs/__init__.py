@@ -15,7 +15,7 @@ import gymnasium as gym
 
 from .checker import check_vector_env
 from .config import ConfigError
-from .franka_cube import FrankaLiftEnv, FrankaPushEnv
+from .franka_cube import FrankaLiftEnv, FrankaPickPlaceEnv, FrankaPushEnv
 from .franka_reach import FrankaReachEnv
 from .single import SingleEnv
 from .vector_env import WarpVectorEnv
@@ -25,6 +25,7 @@ __all__ = [
     "FrankaReachEnv",
     "FrankaLiftEnv",
     "FrankaPushEnv",
+    "FrankaPickPlaceEnv",
     "SingleEnv",
     "check_vector_env",
     "ConfigError",
@@ -36,11 +37,13 @@ TASKS = {
     "WarpGym/FrankaReach-v0": "warpgym.franka_reach:FrankaReachEnv",
     "WarpGym/FrankaLift-v0": "warpgym.franka_cube:FrankaLiftEnv",
     "WarpGym/FrankaPush-v0": "warpgym.franka_cube:FrankaPushEnv",
+    "WarpGym/FrankaPickPlace-v0": "warpgym.franka_cube:FrankaPickPlaceEnv",
 }
 CONFIGS = {  # task id -> config file in configs/
     "WarpGym/FrankaReach-v0": "franka_reach",
     "WarpGym/FrankaLift-v0": "franka_lift",
     "WarpGym/FrankaPush-v0": "franka_push",
+    "WarpGym/FrankaPickPlace-v0": "franka_pick_place",
 }
 
 for _id, _entry in TASKS.items():

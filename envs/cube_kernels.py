@@ -1,8 +1,8 @@
-"""Lift and Push in Warp: the observation, grasp, reward, reset and randomization of the cube tasks,
-and their kernel (``franka_cube.py`` documents the tasks and the observation layout).
+"""Lift, Push and PickPlace in Warp: the observation, grasp, reward, reset and randomization of the
+cube tasks, and their kernel (``franka_cube.py`` documents the tasks and the observation layout).
 
-The two tasks share everything but their reward and goal: ``lift_reward`` and ``push_reward`` hold
-each reward's form, ``CubeTask.task`` picks one.
+The tasks share everything but their reward and goal: ``lift_reward``, ``push_reward`` and
+``pick_place_reward`` hold each reward's form, ``CubeTask.task`` picks one.
 """
 
 from __future__ import annotations
@@ -46,15 +46,18 @@ __all__ = [
     "CubeTask",
     "LIFT",
     "PUSH",
+    "PICK_PLACE",
     "OBS_DIM",
     "cube_kernel",
     "cube_rewards_kernel",
     "lift_reward",
     "push_reward",
+    "pick_place_reward",
 ]
 
 LIFT = wp.constant(0)
 PUSH = wp.constant(1)
+PICK_PLACE = wp.constant(2)
 OBS_DIM = 49  # without the last action
 GRASP_FORCE = wp.constant(
     0.5
@@ -67,7 +70,7 @@ _REST_GAP = wp.constant(1.0e-4)  # m: a reset puts the cube this far above the f
 class CubeTask:
     """The cube tasks' constants (from the config and the built scene)."""
 
-    task: int  # LIFT or PUSH
+    task: int  # LIFT, PUSH or PICK_PLACE
     q0: int  # qpos column of the cube's free joint (position, then quaternion w x y z)
     d0: int  # its dof column (linear velocity, world frame; angular velocity, body frame)
     geom: int  # the cube's geom
@@ -103,11 +106,16 @@ class CubeTask:
     push: float
     push_std: float
     lifted: float
+    place: float
+    place_std: float
+    rest: float
+    rest_std: float
     success_bonus: float
     action_rate: float
     joint_vel: float
     hold_steps: int  # lift: steps at or above the goal height for a success
-    goal_radius: float  # push: success radius, m
+    goal_radius: float  # push, pick-place: success radius, m
+    rest_speed: float  # pick-place: success needs the arm's joint speeds |qd| at most this, rad/s
 
 
 @wp.func
@@ -170,6 +178,33 @@ def push_reward(
 
 
 @wp.func
+def pick_place_reward(
+    k: CubeTask,
+    ee: wp.vec3,
+    cube: wp.vec3,
+    size: float,
+    goal: wp.vec3,
+    grasped: bool,
+    rate: float,
+    qd2: float,
+    hold: int,
+):
+    """PickPlace's reward, success, ``hold`` (unused) and the cube's distance to the goal (the info
+    ``goal_distance``). Staged: reach the cube, grasp it, carry it to the goal while grasped, then
+    bring the arm to rest with the cube there (``|qd|``: the arm's joint speeds)."""
+    d_goal = wp.length(goal - cube)
+    placed = d_goal <= k.goal_radius
+    speed = wp.sqrt(qd2)
+    success = placed and speed <= k.rest_speed
+    g = wp.where(grasped, 1.0, 0.0)
+    r = k.reach * closeness(wp.length(cube - ee), k.reach_std) + k.grasp * g
+    r += k.place * g * closeness(d_goal, k.place_std)
+    r += k.rest * wp.where(placed, 1.0, 0.0) * closeness(speed, k.rest_std)
+    r += k.success_bonus * wp.where(success, 1.0, 0.0) + penalties(k.action_rate, k.joint_vel, rate, qd2)
+    return r, success, hold, d_goal
+
+
+@wp.func
 def _task_reward(
     k: CubeTask,
     ee: wp.vec3,
@@ -184,6 +219,8 @@ def _task_reward(
     r, success, held, info = push_reward(k, ee, cube, size, goal, grasped, rate, qd2, hold)
     if k.task == LIFT:
         r, success, held, info = lift_reward(k, ee, cube, size, goal, grasped, rate, qd2, hold)
+    elif k.task == PICK_PLACE:
+        r, success, held, info = pick_place_reward(k, ee, cube, size, goal, grasped, rate, qd2, hold)
     return r, success, held, info
 
 
@@ -321,7 +358,8 @@ def _reset_cube(
     for j in range(6):
         s.qvel[e, k.d0 + j] = 0.0
     draw = k.goal_low + wp.cw_mul(k.goal_span, wp.vec3(uniform(h, 10), uniform(h, 11), uniform(h, 12)))
-    height = wp.where(k.task == LIFT, draw[2], pos[2])  # lift: a height above the floor; push: on it
+    # lift, pick-place: a height above the floor, not below the cube's resting height; push: on it
+    height = wp.where(k.task == PUSH, pos[2], wp.max(draw[2], pos[2]))
     goal[e] = wp.vec3(pos[0] + draw[0], pos[1] + draw[1], height)
     hold[e] = 0
 
@@ -347,9 +385,10 @@ def cube_kernel(
     given_noise: wp.array2d(dtype=wp.float32),  # (num_envs, 17) uniform draws to use, or (0, 0)
     # Out:
     obs_out: wp.array2d(dtype=wp.float32),  # (num_envs, 49 + action_dim)
-    out: StepOut,  # task info: lift cube_height (F_TASK), grasped (B_TASK); push goal_distance (F_TASK)
+    out: StepOut,  # task info (F_TASK, B_TASK): lift cube_height, grasped; push goal_distance;
+    # pick-place goal_distance, grasped
 ):
-    """One pass of Lift or Push over the envs (``episode.py``): the observation, reward, success and
+    """One pass of Lift, Push or PickPlace over the envs (``episode.py``): the observation, reward, success and
     task infos of the state, the episode's bookkeeping and resets."""
     e0 = wp.tid() * per_thread
     for e in range(e0, wp.min(e0 + per_thread, obs_out.shape[0])):

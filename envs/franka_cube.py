@@ -1,10 +1,15 @@
-"""``WarpGym/FrankaLift-v0`` and ``WarpGym/FrankaPush-v0``: a cube on the floor in front of the arm.
+"""``WarpGym/FrankaLift-v0``, ``WarpGym/FrankaPush-v0`` and ``WarpGym/FrankaPickPlace-v0``: a cube on
+the floor in front of the arm.
 
 - **Lift**: grasp the cube and lift it so that its centre is at least at the goal height (a point
   drawn above the cube's start; only its height counts). Success: the cube has been at or above the
   goal height for ``hold_steps`` consecutive control steps.
 - **Push**: push the cube along the floor until its centre is within ``goal_radius`` of a goal point
   drawn ahead of it, without lifting it. Success: within the radius, resting on the floor.
+- **PickPlace**: grasp the cube and carry it to a goal point drawn in a box around and above its
+  start (a goal drawn below the cube's resting height lies on the floor). Success, as ManiSkill3's
+  PickCube defines it: the cube's centre within ``goal_radius`` of the goal and the arm at rest, its
+  seven joint speeds ``|qd|`` (2-norm) at most ``rest_speed``.
 
 Episodes end by the time limit (truncation) or when the cube leaves the workspace (termination); a
 success does not end them, so the success an episode reports is that of its last step, and the
@@ -30,12 +35,15 @@ slice   size  content
 49:     A     the last action
 ======  ====  ==================================================================
 
-Rewards per control step, weights in ``configs/franka_lift.toml`` / ``franka_push.toml`` (``d``
-distances in m, ``t(x, s) = 1 - tanh(x / s)``)::
+Rewards per control step, weights in ``configs/franka_lift.toml`` / ``franka_push.toml`` /
+``franka_pick_place.toml`` (``d`` distances in m, ``t(x, s) = 1 - tanh(x / s)``)::
 
     lift: reach * t(d_ee_cube, reach_std) + grasp * grasped + lift * grasped * progress
           + success_bonus * success + action_rate * |a - a_prev|^2 + joint_vel * |qd|^2
     push: reach * t(d_ee_behind, reach_std) + push * t(d_cube_goal, push_std) + lifted * lifted
+          + success_bonus * success + action_rate * |a - a_prev|^2 + joint_vel * |qd|^2
+    pick-place: reach * t(d_ee_cube, reach_std) + grasp * grasped
+          + place * grasped * t(d_cube_goal, place_std) + rest * placed * t(|qd|, rest_std)
           + success_bonus * success + action_rate * |a - a_prev|^2 + joint_vel * |qd|^2
 
 ``grasped``: both finger pads squeeze the cube toward each other (each pad's contact force on it at
@@ -45,6 +53,7 @@ pads pressing down on its top do not count).
 policy paid up to the goal height alone hovers right at it, and a millimetre of sag fails it).
 ``d_ee_behind``: from the end effector to the point just behind the cube on the side away from the
 goal, at its height.
+``placed``: the cube's centre within ``goal_radius`` of the goal.
 
 Domain randomization (``[env.randomization]``), drawn per env at every reset through per-env model
 parameters: cube mass, edge length and friction, joint damping (scale of the model's), PD gains
@@ -68,11 +77,11 @@ import sim_core as sc
 
 from .arm import N_ARM
 from .config import config_path, from_dict, merge, read_toml
-from .cube_kernels import LIFT, OBS_DIM, PUSH, CubeTask, cube_kernel, cube_rewards_kernel
+from .cube_kernels import LIFT, OBS_DIM, PICK_PLACE, PUSH, CubeTask, cube_kernel, cube_rewards_kernel
 from .franka import ArmConfig, FrankaTaskEnv, SimConfig
 from .render import Marker, RenderConfig
 
-__all__ = ["FrankaLiftEnv", "FrankaPushEnv", "CubeTaskConfig", "OBS_DIM"]
+__all__ = ["FrankaLiftEnv", "FrankaPushEnv", "FrankaPickPlaceEnv", "CubeTaskConfig", "OBS_DIM"]
 
 
 @dataclass(frozen=True)
@@ -116,15 +125,19 @@ class RewardConfig:
     push: float = 0.0  # push: weight of t(d_cube_goal, push_std)
     push_std: float = 0.1  # m
     lifted: float = 0.0  # push: weight of the cube being off the floor (a penalty: < 0)
+    place: float = 0.0  # pick-place: weight of grasped * t(d_cube_goal, place_std)
+    place_std: float = 0.1  # m
+    rest: float = 0.0  # pick-place: weight of placed * t(|qd|, rest_std)
+    rest_std: float = 0.2  # rad/s
 
 
 @dataclass(frozen=True)
 class CubeTaskConfig:
     max_episode_steps: int  # control steps
     control_mode: Literal["joint_delta", "ee_delta", "ee_yaw_delta"]
-    goal_low: tuple[float, float, float]  # lift: goal offset from the cube's start (x, y, height of
-    goal_high: tuple[float, float, float]  # its centre above the floor); push: (dx, dy, unused), m
-    goal_radius: float  # push: success radius, m
+    goal_low: tuple[float, float, float]  # lift, pick-place: goal offset from the cube's start (x, y,
+    goal_high: tuple[float, float, float]  # height of its centre above the floor); push: (dx, dy, unused), m
+    goal_radius: float  # push, pick-place: success radius, m
     hold_steps: int  # lift: control steps at or above the goal height for a success
     workspace_low: tuple[float, float]  # the cube's centre leaving this xy box ends the episode, m
     workspace_high: tuple[float, float]
@@ -135,6 +148,7 @@ class CubeTaskConfig:
     obs_noise: CubeObsNoiseConfig
     reward: RewardConfig
     render: RenderConfig
+    rest_speed: float = 0.0  # pick-place: success needs the arm's joint speeds |qd| at most this, rad/s
 
 
 def load_cube_config(config: str, overrides: dict[str, Any] | None = None) -> CubeTaskConfig:
@@ -222,8 +236,9 @@ class _CubeTaskEnv(FrankaTaskEnv):
         w = cfg.reward
         for name in ("reach", "reach_std", "grasp", "lift", "lift_margin", "push", "push_std", "lifted"):
             setattr(k, name, getattr(w, name))
+        k.place, k.place_std, k.rest, k.rest_std = w.place, w.place_std, w.rest, w.rest_std
         k.success_bonus, k.action_rate, k.joint_vel = w.success_bonus, w.action_rate, w.joint_vel
-        k.hold_steps, k.goal_radius = cfg.hold_steps, cfg.goal_radius
+        k.hold_steps, k.goal_radius, k.rest_speed = cfg.hold_steps, cfg.goal_radius, cfg.rest_speed
         return k
 
     def _task_pass(self, phase, per_thread, obs_out, out, episodes, noise):
@@ -290,6 +305,17 @@ class FrankaPushEnv(_CubeTaskEnv):
         return {"goal_distance": info}
 
 
+class FrankaPickPlaceEnv(_CubeTaskEnv):
+    """Batched FrankaPickPlace (see the module docstring); arguments as ``FrankaReachEnv``'s."""
+
+    default_config = "franka_pick_place"
+    task = PICK_PLACE
+    info_keys = (("goal_distance", float), ("grasped", bool))
+
+    def _reward_info(self, info, s):
+        return {"goal_distance": info, "grasped": s["grasped"]}
+
+
 def _dr_ranges(r: RandomizationConfig) -> list[tuple[float, float]]:
     return [r.cube_mass, r.cube_size, r.cube_friction, r.joint_damping_scale, r.pd_gain_scale]
 
@@ -303,3 +329,6 @@ def _check_ranges(cfg: CubeTaskConfig) -> None:
             )
     if cfg.hold_steps < 1:
         raise ValueError(f"env.hold_steps: expected an integer >= 1, got {cfg.hold_steps}")
+    for name in ("goal_radius", "rest_speed"):
+        if not getattr(cfg, name) >= 0.0:
+            raise ValueError(f"env.{name}: expected a value >= 0, got {getattr(cfg, name)}")

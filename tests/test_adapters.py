@@ -9,10 +9,11 @@ import sim_core as sc
 import warpgym  # noqa: F401
 
 REACH = "WarpGym/FrankaReach-v0"
+PICK_PLACE = "WarpGym/FrankaPickPlace-v0"
 
 
-def reach(n):
-    return gym.make_vec(REACH, num_envs=n)
+def make(n, task=REACH):
+    return gym.make_vec(task, num_envs=n)
 
 
 def force_ends(base):
@@ -29,14 +30,14 @@ def test_sb3_terminal_observations_timeouts_and_episode_info():
     pytest.importorskip("stable_baselines3")
     from warpgym.adapters.sb3 import Sb3VecEnv
 
-    venv = Sb3VecEnv(reach(4))
+    venv = Sb3VecEnv(make(4))
     venv.seed(3)
     obs = venv.reset()
     assert obs.shape == (4, 30) and obs.dtype == np.float32
     actions = np.zeros((4, 7), dtype=np.float32)
     venv.step(actions)
     base = venv.env.unwrapped
-    twin = reach(4)  # the same run without the forced ends gives the terminal observations
+    twin = make(4)  # the same run without the forced ends gives the terminal observations
     twin.reset(seed=3)
     twin.step(torch.zeros(4, 7, device=sc.device))
     expected, *_ = twin.step(torch.zeros(4, 7, device=sc.device))
@@ -57,14 +58,15 @@ def test_sb3_terminal_observations_timeouts_and_episode_info():
     assert venv.env_is_wrapped(Monitor) == [True] * 4
 
 
-def test_sb3_ppo_learns_through_the_adapter_and_evaluates():
+@pytest.mark.parametrize("task", [REACH, PICK_PLACE])
+def test_sb3_ppo_learns_through_the_adapter_and_evaluates(task):
     pytest.importorskip("stable_baselines3")
     from stable_baselines3 import PPO
     from stable_baselines3.common.evaluation import evaluate_policy
 
     from warpgym.adapters.sb3 import Sb3VecEnv
 
-    venv = Sb3VecEnv(reach(16))
+    venv = Sb3VecEnv(make(16, task))
     model = PPO("MlpPolicy", venv, n_steps=64, batch_size=256, n_epochs=2, seed=0, device="cpu")
     model.learn(total_timesteps=3000)
     mean, std = evaluate_policy(model, venv, n_eval_episodes=16, deterministic=True)
@@ -72,28 +74,33 @@ def test_sb3_ppo_learns_through_the_adapter_and_evaluates():
     assert len(model.ep_info_buffer) > 0  # the logger saw the episodes
 
 
-def test_rsl_rl_runner_trains_on_device_tensors(tmp_path):
+@pytest.mark.parametrize("task", [REACH, PICK_PLACE])
+def test_rsl_rl_runner_trains_on_device_tensors(tmp_path, task):
     pytest.importorskip("rsl_rl")
     from rsl_rl.runners import OnPolicyRunner
 
     from warpgym.adapters.rsl_rl import RslRlVecEnv, runner_cfg
 
-    env = RslRlVecEnv(reach(32))
+    base = make(32, task)
+    (obs_dim,), (act_dim,) = base.single_observation_space.shape, base.single_action_space.shape
+    limit = base.unwrapped.max_episode_steps
+    env = RslRlVecEnv(base)
     assert (
-        env.num_actions == 7
-        and env.max_episode_length == 100
-        and env.get_observations()["policy"].shape == (32, 30)
+        env.num_actions == act_dim
+        and env.max_episode_length == limit
+        and env.get_observations()["policy"].shape == (32, obs_dim)
     )
     runner = OnPolicyRunner(env, runner_cfg(), log_dir=str(tmp_path), device=str(env.device))
     runner.learn(num_learning_iterations=2, init_at_random_ep_len=True)
-    assert (env.episode_length_buf <= 100).all()
+    assert (env.episode_length_buf <= limit).all()
     force_ends(env.base)
-    obs, rewards, dones, extras = env.step(torch.zeros(32, 7, device=sc.device))
+    obs, rewards, dones, extras = env.step(torch.zeros(32, act_dim, device=sc.device))
     assert dones[:2].all() and extras["time_outs"].tolist()[:2] == [False, True]
     assert obs["policy"].device == env.device and rewards.shape == (32,)
 
 
-def test_skrl_ppo_trains_through_the_adapter():
+@pytest.mark.parametrize("task", [REACH, PICK_PLACE])
+def test_skrl_ppo_trains_through_the_adapter(task):
     pytest.importorskip("skrl")
     from skrl.agents.torch.ppo import PPO, PPO_CFG
     from skrl.memories.torch import RandomMemory
@@ -101,7 +108,8 @@ def test_skrl_ppo_trains_through_the_adapter():
 
     from warpgym.adapters.skrl import default_models, wrap
 
-    env = wrap(reach(16))
+    base = make(16, task)
+    env = wrap(base)
 
     models = default_models(env, hidden=(64,))
     cfg = PPO_CFG(rollouts=16, learning_epochs=2, mini_batches=2)
@@ -131,7 +139,7 @@ def test_skrl_ppo_trains_through_the_adapter():
     }
     trainer.train()
     obs, info = env.reset()
-    assert obs.shape == (16, 30) and obs.device == env.device
+    assert obs.shape == (16, base.single_observation_space.shape[0]) and obs.device == env.device
     for role, model in models.items():  # training moved every weight of both models
         changed = [not torch.equal(v, initial[role][k]) for k, v in model.state_dict().items()]
         assert all(changed), (role, changed)
@@ -165,4 +173,4 @@ def test_sb3_get_images_gives_one_frame_per_env_and_render_tiles_them():
     assert not np.array_equal(images[0], images[1])
     assert venv.render().shape == (2 * 48, 2 * 64, 3)  # SB3 tiles the 3 frames on a 2 x 2 grid
     with pytest.warns(UserWarning, match="rgb_array"):
-        assert Sb3VecEnv(reach(2)).get_images() == [None, None]
+        assert Sb3VecEnv(make(2)).get_images() == [None, None]

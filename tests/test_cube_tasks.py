@@ -1,6 +1,6 @@
-"""FrankaLift and FrankaPush: conformance, rewards on hand-built states, randomization, and a scripted
-controller that solves Lift through the env's own actions (``python tests/test_cube_tasks.py``
-prints its success rate)."""
+"""FrankaLift, FrankaPush and FrankaPickPlace: conformance, rewards on hand-built states, randomization,
+and a scripted controller that solves Lift and PickPlace through the env's own actions
+(``python tests/test_cube_tasks.py`` prints its success rates)."""
 
 from __future__ import annotations
 
@@ -17,16 +17,17 @@ import sim_core as sc
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from warpgym.franka_cube import OBS_DIM  # noqa: E402
 
-LIFT, PUSH = "WarpGym/FrankaLift-v0", "WarpGym/FrankaPush-v0"
+LIFT, PUSH, PICK_PLACE = "WarpGym/FrankaLift-v0", "WarpGym/FrankaPush-v0", "WarpGym/FrankaPickPlace-v0"
 
 
-def scripted_lift(num_envs: int = 64, seed: int = 0, press_on_top: bool = False) -> dict:
-    """Open hand over the cube (turned to the cube's yaw), down, close, lift above the goal height:
-    a state machine on the observation, acting through ``ee_yaw_delta`` actions and the gripper.
-    ``press_on_top``: the hand closed throughout instead, so it comes down on the cube's top face
-    and pushes on it. Returns the success rate, the sim-error count, and the share of envs the env
-    reports ``grasped`` at the last step."""
-    env = gym.make_vec(LIFT, num_envs=num_envs, device=sc.device, seed=seed, autoreset_mode="Disabled")
+def scripted_lift(num_envs: int = 64, seed: int = 0, press_on_top: bool = False, task: str = LIFT) -> dict:
+    """Open hand over the cube (turned to the cube's yaw), down, close, then lift above the goal
+    height (Lift) or carry the cube to the goal and hold it there (PickPlace): a state machine on
+    the observation, acting through ``ee_yaw_delta`` actions and the gripper. ``press_on_top``: the
+    hand closed throughout instead, so it comes down on the cube's top face and pushes on it.
+    Returns the success rate, the sim-error count, and the share of envs the env reports
+    ``grasped`` at the last step."""
+    env = gym.make_vec(task, num_envs=num_envs, device=sc.device, seed=seed, autoreset_mode="Disabled")
     cfg = env.unwrapped.cfg
     obs, _ = env.reset(seed=seed)
     n = num_envs
@@ -34,6 +35,7 @@ def scripted_lift(num_envs: int = 64, seed: int = 0, press_on_top: bool = False)
     # per-step gains of the same time constants at any control rate (0.2 and 0.5 per 20 ms step)
     gain, yaw_gain = 1.0 - 0.8 ** (dt / 0.02), 1.0 - 0.5 ** (dt / 0.02)
     success = torch.zeros(n, dtype=torch.bool, device=sc.device)
+    grip_offset = torch.zeros(n, 3, device=sc.device)  # the end effector from the cube once grasped
     for step in range(cfg.max_episode_steps):
         t = step * dt  # s: approach 0.6, descend 0.4, close 0.2, then lift
         ee, cube, goal = obs[:, 16:19], obs[:, 25:28], obs[:, 43:46]
@@ -46,6 +48,9 @@ def scripted_lift(num_envs: int = 64, seed: int = 0, press_on_top: bool = False)
             target, grip = cube + torch.tensor([0.0, 0.0, 0.005], device=sc.device), 1.0
         elif t < 1.2 - 1e-6:
             target, grip = cube + torch.tensor([0.0, 0.0, 0.005], device=sc.device), -1.0
+            grip_offset = ee - cube
+        elif task == PICK_PLACE:
+            target, grip = goal + grip_offset, -1.0
         else:
             target, grip = torch.cat([cube[:, :2], goal[:, 2:] + 0.04], 1), -1.0
         if press_on_top:
@@ -140,6 +145,52 @@ def test_push_reward_terms_and_success_on_hand_built_states():
     torch.testing.assert_close(info["goal_distance"], torch.tensor([0.5 * r, 0.0], device=sc.device))
 
 
+def test_pick_place_reward_terms_and_success_on_hand_built_states():
+    env = gym.make_vec(PICK_PLACE, num_envs=4, device=sc.device, seed=0).unwrapped
+    w, r, v = env.cfg.reward, env.cfg.goal_radius, env.cfg.rest_speed
+    goal = torch.tensor([[0.5, 0.1, 0.2]], device=sc.device).repeat(4, 1)
+    # env 0: on the floor, not grasped; env 1: grasped, 10 cm short of the goal; env 2: grasped,
+    # within the radius, the arm at rest; env 3: the same, the arm still moving
+    near = [0.5, 0.1 - 0.5 * r, 0.2]
+    cube = torch.tensor([[0.5, 0.1, 0.025], [0.5, 0.0, 0.2], near, near], device=sc.device)
+    qd2 = torch.tensor([0.0, 1.0, (0.5 * v) ** 2, (2.0 * v) ** 2], device=sc.device)
+    grasped = torch.tensor([False, True, True, True], device=sc.device)
+    s = _state(4, cube_pos=cube, ee=cube.clone(), goal=goal, grasped=grasped, joint_vel_sq=qd2)
+    reward, success, out, info, _ = env.rewards(s, torch.zeros(4, dtype=torch.int32, device=sc.device))
+    assert success.tolist() == [False, False, True, False] and not out.any()
+    t = lambda x, std: 1 - math.tanh(x / std)  # noqa: E731
+    place = w.place * t(0.5 * r, w.place_std)
+    held = w.reach + w.grasp + place
+    expected = [
+        w.reach,
+        w.reach + w.grasp + w.place * t(0.1, w.place_std) + w.joint_vel,
+        held + w.rest * t(0.5 * v, w.rest_std) + w.success_bonus + w.joint_vel * (0.5 * v) ** 2,
+        held + w.rest * t(2.0 * v, w.rest_std) + w.joint_vel * (2.0 * v) ** 2,
+    ]
+    torch.testing.assert_close(reward, torch.tensor(expected, device=sc.device))
+    distance = torch.tensor([0.175, 0.1, 0.5 * r, 0.5 * r], device=sc.device)
+    torch.testing.assert_close(info["goal_distance"], distance)
+
+
+def test_pick_place_goals_fill_their_box_and_low_ones_lie_on_the_floor():
+    env = gym.make_vec(PICK_PLACE, num_envs=512, device=sc.device, seed=0)
+    env.reset(seed=0)
+    u = env.unwrapped
+    lo, hi = u.cfg.goal_low, u.cfg.goal_high
+    offset = u.goal_pos[:, :2] - u.cube.get_pos()[:, :2]
+    for k in range(2):
+        assert lo[k] - 1e-6 <= float(offset[:, k].min()) and float(offset[:, k].max()) <= hi[k] + 1e-6
+    rest = u.cube.get_pos()[:, 2]  # the cube's resting height: half its edge (+ the reset's gap)
+    z = u.goal_pos[:, 2]
+    assert float(z.max()) <= hi[2] and float(z.max()) > 0.9 * hi[2]
+    on_floor = z <= rest + 1e-6
+    torch.testing.assert_close(z[on_floor], rest[on_floor])
+    floor_share = float(on_floor.float().mean())  # heights drawn below the resting height
+    assert 0.03 < floor_share < 0.25, floor_share
+    with pytest.raises(ValueError, match="env.rest_speed: expected a value >= 0"):
+        gym.make_vec(PICK_PLACE, num_envs=1, rest_speed=-0.1)
+
+
 def _randomized(env):
     u = env.unwrapped
     arm = u.arm.entity
@@ -185,7 +236,7 @@ def test_randomization_stays_in_range_and_every_reset_redraws_it():
     torch.testing.assert_close(second[~mask], first[~mask])
 
 
-@pytest.mark.parametrize("task", [LIFT, PUSH])
+@pytest.mark.parametrize("task", [LIFT, PUSH, PICK_PLACE])
 def test_single_env_views_pass_gymnasium_check_env(task):
     from gymnasium.utils.env_checker import check_env
 
@@ -238,6 +289,12 @@ def test_scripted_controller_lifts_the_cube_in_most_envs():
     assert out["success_rate"] >= 0.8 and out["grasped_rate"] >= 0.8, out
 
 
+def test_scripted_controller_places_the_cube_at_the_goal_in_most_envs():
+    out = scripted_lift(task=PICK_PLACE)
+    assert out["errors"] == 0
+    assert out["success_rate"] >= 0.8 and out["grasped_rate"] >= 0.8, out
+
+
 def test_closed_pads_pushing_on_the_cube_top_are_no_grasp():
     # the pads push down on the top face in every env; a cube that tips over can end up truly
     # pinched between the closed fingers (1 env of 16 here)
@@ -247,4 +304,5 @@ def test_closed_pads_pushing_on_the_cube_top_are_no_grasp():
 
 if __name__ == "__main__":
     print(scripted_lift(256))
+    print("pick-place:", scripted_lift(256, task=PICK_PLACE))
     print("pressing on top:", scripted_lift(64, press_on_top=True))
