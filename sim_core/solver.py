@@ -10,11 +10,11 @@ import warp as wp
 
 from . import _select, io, launch, state, views
 from .contact import buffers, narrow_phase, pairs
+from .contact.frame import contact_frame
 from .engine import integrator
 from .engine.tree import Tree
 from .errors import InvalidValueError
 from .options import RigidOptions, SimOptions
-from .transforms import contact_frame
 from .types import Data, Model
 
 __all__ = ["RigidSolver"]

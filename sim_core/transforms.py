@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["quat_to_mat", "quat_rotate", "quat_mul", "quat_conj", "contact_frame"]
+__all__ = ["quat_to_mat", "quat_rotate", "quat_mul", "quat_conj"]
 
 
 def quat_to_mat(q: torch.Tensor) -> torch.Tensor:
@@ -52,16 +52,3 @@ def quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def quat_conj(q: torch.Tensor) -> torch.Tensor:
     """Conjugates (inverses of unit quaternions) ``(..., 4)``."""
     return q * q.new_tensor([1.0, -1.0, -1.0, -1.0])
-
-
-def contact_frame(normal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Tangents ``t1, t2 (..., 3)`` completing unit normals ``(..., 3)`` to a right-handed frame, the
-    same the contact solver uses (``t1 = n x e_x``, or ``n x e_y`` when ``|n_x| > 0.5``)."""
-    ex = torch.zeros_like(normal)
-    ex[..., 0] = 1.0
-    ey = torch.zeros_like(normal)
-    ey[..., 1] = 1.0
-    ref = torch.where(normal[..., :1].abs() > 0.5, ey, ex)
-    t1 = torch.linalg.cross(normal, ref, dim=-1)
-    t1 = t1 / t1.norm(dim=-1, keepdim=True).clamp_min(1e-12)
-    return t1, torch.linalg.cross(normal, t1, dim=-1)

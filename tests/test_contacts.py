@@ -19,7 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sim_core as sc  # noqa: E402
-from sim_core.transforms import contact_frame, quat_mul, quat_rotate  # noqa: E402
+from sim_core.contact.frame import contact_frame  # noqa: E402
+from sim_core.transforms import quat_mul, quat_rotate  # noqa: E402
 from warpgym.ik import dls_step  # noqa: E402
 
 CUBE = 0.05  # edge, m

@@ -10,11 +10,13 @@ Every substep of the generated step kernel (``sim_core/step.py``) runs this pipe
    factor of the active normal rows in ``ldl``, MuJoCo's soft-constraint ``impedance`` and the
    ``warm_start``; its tables and per-env buffers are in ``buffers``.
 
+Outside the step, ``frame`` gives the API the solver's contact frame (world-frame forces).
+
 ``rigid_solver.contacts.detected_*`` (``sim_core/state.py``) show what the detection found, which
 ``tests/test_collision.py`` checks against MuJoCo's ``mj_collision``.
 
 Imports go one way: ``pairs`` <- ``narrow_phase`` <- ``buffers`` <- (``ldl``, ``impedance``,
-``warm_start``) <- ``solver``, and ``pairs`` <-
+``warm_start``) <- ``solver`` <- ``frame``, and ``pairs`` <-
 the emitters (``emit_pairs``, ``rows``); outside the package, only ``sim_core.engine`` (the emitter,
 the model's structure, the factor's layout) and ``sim_core.types``.
 """
