@@ -20,7 +20,7 @@ from warpgym.franka_cube import OBS_DIM  # noqa: E402
 LIFT, PUSH, PICK_PLACE = "WarpGym/FrankaLift-v0", "WarpGym/FrankaPush-v0", "WarpGym/FrankaPickPlace-v0"
 
 
-def scripted_lift(num_envs: int = 64, seed: int = 0, press_on_top: bool = False, task: str = LIFT) -> dict:
+def scripted_grasp(num_envs: int = 64, seed: int = 0, press_on_top: bool = False, task: str = LIFT) -> dict:
     """Open hand over the cube (turned to the cube's yaw), down, close, then lift above the goal
     height (Lift) or carry the cube to the goal and hold it there (PickPlace): a state machine on
     the observation, acting through ``ee_yaw_delta`` actions and the gripper. ``press_on_top``: the
@@ -37,7 +37,7 @@ def scripted_lift(num_envs: int = 64, seed: int = 0, press_on_top: bool = False,
     success = torch.zeros(n, dtype=torch.bool, device=sc.device)
     grip_offset = torch.zeros(n, 3, device=sc.device)  # the end effector from the cube once grasped
     for step in range(cfg.max_episode_steps):
-        t = step * dt  # s: approach 0.6, descend 0.4, close 0.2, then lift
+        t = step * dt  # s: approach 0.6, descend 0.4, close 0.2, then lift or carry
         ee, cube, goal = obs[:, 16:19], obs[:, 25:28], obs[:, 43:46]
         hand_x, cube_x = obs[:, 19:22], obs[:, 28:31]
         yaw_err = torch.atan2(cube_x[:, 1], cube_x[:, 0]) - torch.atan2(hand_x[:, 1], hand_x[:, 0])
@@ -284,13 +284,13 @@ def test_end_effector_modes_keep_the_hand_above_ee_z_min_and_hold_it_down():
 
 
 def test_scripted_controller_lifts_the_cube_in_most_envs():
-    out = scripted_lift()
+    out = scripted_grasp()
     assert out["errors"] == 0
     assert out["success_rate"] >= 0.8 and out["grasped_rate"] >= 0.8, out
 
 
 def test_scripted_controller_places_the_cube_at_the_goal_in_most_envs():
-    out = scripted_lift(task=PICK_PLACE)
+    out = scripted_grasp(task=PICK_PLACE)
     assert out["errors"] == 0
     assert out["success_rate"] >= 0.8 and out["grasped_rate"] >= 0.8, out
 
@@ -298,11 +298,11 @@ def test_scripted_controller_places_the_cube_at_the_goal_in_most_envs():
 def test_closed_pads_pushing_on_the_cube_top_are_no_grasp():
     # the pads push down on the top face in every env; a cube that tips over can end up truly
     # pinched between the closed fingers (1 env of 16 here)
-    out = scripted_lift(16, press_on_top=True)
+    out = scripted_grasp(16, press_on_top=True)
     assert out["grasped_rate"] <= 0.1 and out["success_rate"] == 0.0, out
 
 
 if __name__ == "__main__":
-    print(scripted_lift(256))
-    print("pick-place:", scripted_lift(256, task=PICK_PLACE))
-    print("pressing on top:", scripted_lift(64, press_on_top=True))
+    print(scripted_grasp(256))
+    print("pick-place:", scripted_grasp(256, task=PICK_PLACE))
+    print("pressing on top:", scripted_grasp(64, press_on_top=True))
