@@ -253,6 +253,82 @@ def _manifold_add(mf: _Manifold, p: wp.vec3, pu: float, pv: float, depth: float,
     return out
 
 
+@wp.func(inline=True)
+def _edge_crossings(
+    mf: _Manifold,
+    p0: wp.vec3,
+    p1: wp.vec3,
+    fc: wp.vec3,
+    u: wp.vec3,
+    v: wp.vec3,
+    nr: wp.vec3,
+    hu: float,
+    hv: float,
+    margin: float,
+) -> _Manifold:
+    """Add the points where the incident edge p0-p1 crosses the four edge lines of the reference
+    face (center ``fc``, axes ``u``, ``v``, half sizes ``hu``, ``hv``) within that face."""
+    out = mf
+    tol = 1.0e-6
+    u0 = wp.dot(p0 - fc, u)
+    v0 = wp.dot(p0 - fc, v)
+    u1 = wp.dot(p1 - fc, u)
+    v1 = wp.dot(p1 - fc, v)
+    for side in range(4):
+        bound = hu
+        if side >= 2:
+            bound = hv
+        bound = bound * (2.0 * float(side & 1) - 1.0)
+        x0 = u0
+        x1 = u1
+        y0 = v0
+        y1 = v1
+        ylim = hv
+        if side >= 2:
+            x0 = v0
+            x1 = v1
+            y0 = u0
+            y1 = u1
+            ylim = hu
+        den = x1 - x0
+        if wp.abs(den) > 1.0e-12:
+            s = (bound - x0) / den
+            if s >= 0.0 and s <= 1.0:
+                y = y0 + (y1 - y0) * s
+                if wp.abs(y) <= ylim + tol:
+                    p = p0 + (p1 - p0) * s
+                    pu = wp.dot(p - fc, u)
+                    pv = wp.dot(p - fc, v)
+                    out = _manifold_add(out, p, pu, pv, wp.dot(p - fc, nr), margin)
+    return out
+
+
+@wp.func(inline=True)
+def _emit_manifold(
+    n: int, w: int, mf: _Manifold, nr: wp.vec3, flip: float, g1: int, g2: int, margin: float, out: ContactSlots
+) -> int:
+    """Write a face contact's points: the deepest (unless it is one of the extremes, as a polygon's
+    deepest vertex need not be), then the distinct extremes, each halfway between the incident
+    point and the reference face, normal ``flip * nr``."""
+    if mf.deep < 1.0e29:
+        extreme = int(0)
+        for k2 in range(4):
+            if wp.length(mf.pos[k2] - mf.deep_pos) < 1.0e-7:
+                extreme = 1
+        if extreme == 0:
+            n = _emit(n, w, mf.deep_pos - nr * (0.5 * mf.deep), nr * flip, mf.deep, g1, g2, margin, out)
+    for k2 in range(4):
+        if mf.score[k2] > -1.0e29:
+            dup = int(0)
+            for k3 in range(k2):
+                if wp.length(mf.pos[k3] - mf.pos[k2]) < 1.0e-7:
+                    dup = 1
+            if dup == 0:
+                d = mf.depth[k2]
+                n = _emit(n, w, mf.pos[k2] - nr * (0.5 * d), nr * flip, d, g1, g2, margin, out)
+    return n
+
+
 @wp.func
 def _box_face_contacts(
     n: int,
@@ -328,55 +404,8 @@ def _box_face_contacts(
         nb = 2.0 * float(((m + 1) >> 1) & 1) - 1.0
         p0 = ic + e1 * (ma * h1) + e2 * (mb * h2)
         p1 = ic + e1 * (na * h1) + e2 * (nb * h2)
-        u0 = wp.dot(p0 - fc, u)
-        v0 = wp.dot(p0 - fc, v)
-        u1 = wp.dot(p1 - fc, u)
-        v1 = wp.dot(p1 - fc, v)
-        for side in range(4):
-            bound = hu
-            if side >= 2:
-                bound = hv
-            bound = bound * (2.0 * float(side & 1) - 1.0)
-            x0 = u0
-            x1 = u1
-            y0 = v0
-            y1 = v1
-            ylim = hv
-            if side >= 2:
-                x0 = v0
-                x1 = v1
-                y0 = u0
-                y1 = u1
-                ylim = hu
-            den = x1 - x0
-            if wp.abs(den) > 1.0e-12:
-                s = (bound - x0) / den
-                if s >= 0.0 and s <= 1.0:
-                    y = y0 + (y1 - y0) * s
-                    if wp.abs(y) <= ylim + tol:
-                        p = p0 + (p1 - p0) * s
-                        pu = wp.dot(p - fc, u)
-                        pv = wp.dot(p - fc, v)
-                        mf = _manifold_add(mf, p, pu, pv, wp.dot(p - fc, nr), margin)
-    # the deepest point, unless it is one of the extremes (a polygon's deepest vertex need not be)
-    if mf.deep < 1.0e29:
-        extreme = int(0)
-        for k2 in range(4):
-            if wp.length(mf.pos[k2] - mf.deep_pos) < 1.0e-7:
-                extreme = 1
-        if extreme == 0:
-            n = _emit(n, w, mf.deep_pos - nr * (0.5 * mf.deep), nr * flip, mf.deep, g1, g2, margin, out)
-    for k2 in range(4):
-        if mf.score[k2] > -1.0e29:
-            dup = int(0)
-            for k3 in range(k2):
-                if wp.length(mf.pos[k3] - mf.pos[k2]) < 1.0e-7:
-                    dup = 1
-            if dup == 0:
-                d = mf.depth[k2]
-                p = mf.pos[k2] - nr * (0.5 * d)  # halfway between the incident point and the face
-                n = _emit(n, w, p, nr * flip, d, g1, g2, margin, out)
-    return n
+        mf = _edge_crossings(mf, p0, p1, fc, u, v, nr, hu, hv, margin)
+    return _emit_manifold(n, w, mf, nr, flip, g1, g2, margin, out)
 
 
 @wp.func
@@ -389,6 +418,35 @@ def _extent(r: wp.mat33, s: wp.vec3, axis: wp.vec3) -> float:
 @wp.func
 def _col(r: wp.mat33, k: int) -> wp.vec3:
     return wp.vec3(r[0, k], r[1, k], r[2, k])
+
+
+@wp.func(inline=True)
+def _boxes_apart(
+    n: int,
+    w: int,
+    c1: wp.vec3,
+    q1: wp.quat,
+    s1: wp.vec3,
+    c2: wp.vec3,
+    q2: wp.quat,
+    s2: wp.vec3,
+    g1: int,
+    g2: int,
+    margin: float,
+    out: ContactSlots,
+) -> int:
+    """The contact of two separated boxes from their closest points, found by alternating
+    projection (convex sets: it converges)."""
+    p2 = c2
+    p1 = c1
+    for _it in range(16):
+        p1 = _closest_in_box(p2, c1, q1, s1)
+        p2 = _closest_in_box(p1, c2, q2, s2)
+    gap = p2 - p1
+    dist = wp.length(gap)
+    if dist < 1.0e-9:
+        return n
+    return _emit(n, w, 0.5 * (p1 + p2), gap / dist, dist, g1, g2, margin, out)
 
 
 @wp.func
@@ -460,17 +518,8 @@ def _box_box(
         if n > n0 or best <= 0.0:
             return n
         # apart, and the faces do not overlap across the axis (boxes offset diagonally, closest at an
-        # edge or corner): the closest points by alternating projection (convex sets, converges)
-        p2 = c2
-        p1 = c1
-        for _it in range(16):
-            p1 = _closest_in_box(p2, c1, q1, s1)
-            p2 = _closest_in_box(p1, c2, q2, s2)
-        gap = p2 - p1
-        dist = wp.length(gap)
-        if dist < 1.0e-9:
-            return n
-        return _emit(n, w, 0.5 * (p1 + p2), gap / dist, dist, g1, g2, margin, out)
+        # edge or corner)
+        return _boxes_apart(n, w, c1, q1, s1, c2, q2, s2, g1, g2, margin, out)
     # edge-edge: the edge of each box that reaches furthest toward the other
     i = idx / 3
     j = idx % 3
