@@ -23,7 +23,6 @@ import numpy as np
 
 from ..engine.codegen import Emitter, is_zero, vec3
 from ..engine.dynamics import emit_solve
-from ..engine.integrator import factor_size
 from ..engine.tree import Tree
 from ..types import JointType
 from .pairs import colliding_bodies
@@ -207,9 +206,3 @@ def emit_dof_helpers(t: Tree, e: Emitter) -> None:
                     for d in range(s, end):
                         e(f"vel[w, {d}] = vel[w, {d}] + {term.format(d=d)}")
         e("")
-    e("@wp.func")
-    e("def _factor_column(fac: wp.array2d(dtype=wp.float32), w: int, d: int, dofs: vec_nv) -> vec_nv:")
-    with e.indent():
-        packed = ", ".join(f"fac[w, {k}]" for k in range(factor_size(t)))
-        e(f"return _unit_solve(vec_fac({packed}), d)")
-    e("")
