@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from sim_core.host_threads import Share, first_env
 from sim_core.types import CtrlMode
 from sim_core.views import StateView, quat_of
 
@@ -154,7 +155,7 @@ def _ee_displacement(
 
 @wp.kernel(enable_backward=False)
 def arm_action_kernel(
-    per_thread: int,  # envs per thread (episode.envs_per_thread)
+    share: Share,  # the envs of this launch's threads (sim_core.host_threads)
     # Model:
     arm: ArmModel,
     # In:
@@ -167,8 +168,8 @@ def arm_action_kernel(
     """One control step's arm command: the clipped action is recorded (``last_action``; the one
     before moves to ``prev_action``), the joint targets move by it (through the IK in the end-effector
     modes) within the joint ranges, and the fingers follow the gripper action."""
-    e0 = wp.tid() * per_thread
-    for e in range(e0, wp.min(e0 + per_thread, action.shape[0])):
+    e0 = first_env(share, wp.tid())
+    for e in range(e0, wp.min(e0 + share.per_thread, action.shape[0])):
         na = action.shape[1]
         a = vec6()
         for j in range(na):

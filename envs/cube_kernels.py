@@ -11,6 +11,7 @@ import math
 
 import warp as wp
 
+from sim_core.host_threads import Share, first_env
 from sim_core.views import ContactsView, ParamsView, ResetView, StateView, env_error, quat_of, reset_env
 
 from .arm import (
@@ -367,7 +368,7 @@ def _reset_cube(
 @wp.kernel(enable_backward=False)
 def cube_kernel(
     phase: int,  # PASS_STEP, PASS_OBSERVE, PASS_RESET or PASS_EVALUATE (episode.py)
-    per_thread: int,  # envs per thread (episode.envs_per_thread)
+    share: Share,  # the envs of this launch's threads (sim_core.host_threads)
     # Model:
     k: CubeTask,
     arm: ArmModel,
@@ -390,8 +391,8 @@ def cube_kernel(
 ):
     """One pass of Lift, Push or PickPlace over the envs (``episode.py``): the observation, reward, success and
     task infos of the state, the episode's bookkeeping and resets."""
-    e0 = wp.tid() * per_thread
-    for e in range(e0, wp.min(e0 + per_thread, obs_out.shape[0])):
+    e0 = first_env(share, wp.tid())
+    for e in range(e0, wp.min(e0 + share.per_thread, obs_out.shape[0])):
         if phase == PASS_RESET:
             if ep.reset_now[e]:
                 _reset_cube(k, arm, r, p, st, goal, size, hold, ep, e)

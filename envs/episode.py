@@ -13,8 +13,9 @@ A task's kernel runs in three passes (``PASS_*``), one env per thread:
   tests and inspection); writes no env state.
 
 On the CPU, where Warp runs a launch's threads one after another and each thread first copies
-the kernel's arguments (these structs of arrays: a few kB), a thread runs ``ENVS_PER_THREAD`` envs
-in turn; on a GPU one env each (``envs_per_thread``).
+the kernel's arguments (these structs of arrays: a few kB), a thread runs
+``sim_core.host_threads.ENVS_PER_THREAD`` envs in turn, and the launch's threads are shared among
+the scene's host threads; on a GPU a thread runs one env (``host_threads.record_envs``).
 
 What a step returns is written into one slab per dtype (``StepOut``, a row per quantity, an env per
 column), which the host clones once per step and splits into the info tensors. Row numbers are the
@@ -37,8 +38,6 @@ __all__ = [
     "SAME_STEP",
     "NEXT_STEP",
     "DISABLED",
-    "ENVS_PER_THREAD",
-    "envs_per_thread",
     "F_ROWS",
     "B_ROWS",
     "F_TASK",
@@ -51,7 +50,6 @@ __all__ = [
     "clean_row",
 ]
 
-ENVS_PER_THREAD = 64  # envs a thread of a task kernel runs in turn on the CPU
 
 PASS_STEP = wp.constant(0)
 PASS_OBSERVE = wp.constant(1)
@@ -87,12 +85,6 @@ B_ROWS = (
     "episode_success",
     "success_once",
 )
-
-
-def envs_per_thread(device) -> int:
-    """Envs one thread of a task kernel runs on the Warp ``device`` (launch ``ceil(num_envs / this)``
-    threads)."""
-    return ENVS_PER_THREAD if wp.get_device(device).is_cpu else 1
 
 
 @wp.struct

@@ -32,11 +32,11 @@ import torch
 import warp as wp
 
 import sim_core as sc
+from sim_core import host_threads
 from sim_core.transforms import quat_rotate
 from sim_core.types import JointType
 
 from .arm import EE_DELTA, EE_YAW_DELTA, JOINT_DELTA, N_ARM, ArmModel, ArmState, arm_action_kernel
-from .episode import envs_per_thread
 from .vector_env import WarpVectorEnv
 
 __all__ = ["ArmConfig", "SimConfig", "FrankaArm", "FrankaTaskEnv", "CONTROL_MODES"]
@@ -52,6 +52,7 @@ class SimConfig:
     substeps: int  # integrator substeps per physics step
     decimation: int  # physics steps per control step (one scene.step of decimation * substeps substeps)
     env_spacing: tuple[float, float]  # display grid of the envs, m (never simulated)
+    cpu_threads: int | None = None  # host threads of a CPU step (SimOptions.cpu_threads); None: torch's
 
 
 @dataclass(frozen=True)
@@ -124,17 +125,12 @@ class FrankaArm:
         st.last_action, st.prev_action = wp.from_torch(self.last_action), wp.from_torch(self.prev_action)
         self.state = st
 
-    def record_action(self, action: torch.Tensor) -> wp.Launch:
+    def record_action(self, action: torch.Tensor) -> host_threads.SharedLaunch:
         """The recorded launch of the action kernel reading ``action`` ``(num_envs, action_dim)``."""
         solver = self.scene.sim.rigid_solver
-        per_thread = envs_per_thread(solver.wp_device)
-        return wp.launch(
-            arm_action_kernel,
-            dim=-(-action.shape[0] // per_thread),
-            inputs=[per_thread, self.model, wp.from_torch(action), solver.state_view(), self.state],
-            device=solver.wp_device,
-            record_cmd=True,
-        )
+        inputs = [self.model, wp.from_torch(action), solver.state_view(), self.state]
+        n, dev = action.shape[0], solver.wp_device
+        return host_threads.record_envs(arm_action_kernel, n, lambda s: [s, *inputs], dev, solver.cpu_threads)
 
     # ---- state, for host-side inspection and controllers ------------------------------------------
     def ee_pos(self) -> torch.Tensor:
@@ -163,7 +159,9 @@ class FrankaTaskEnv(WarpVectorEnv):
         self._set_render(render_mode, render_envs_idx, cfg.render, control_dt)
         # a control step is one scene step: its decimation physics steps as substeps (one launch)
         self.scene = sc.Scene(
-            sim_options=sc.SimOptions(dt=control_dt, substeps=sim.substeps * sim.decimation),
+            sim_options=sc.SimOptions(
+                dt=control_dt, substeps=sim.substeps * sim.decimation, cpu_threads=sim.cpu_threads
+            ),
             profiling_options=sc.ProfilingOptions(show_FPS=False),
         )
         self.arm = FrankaArm(self.scene, cfg.arm, cfg.control_mode)

@@ -241,12 +241,12 @@ class _CubeTaskEnv(FrankaTaskEnv):
         k.hold_steps, k.goal_radius, k.rest_speed = cfg.hold_steps, cfg.goal_radius, cfg.rest_speed
         return k
 
-    def _task_pass(self, phase, per_thread, obs_out, out, episodes, noise):
+    def _task_pass(self, phase, share, obs_out, out, episodes, noise):
         solver, arm = self.scene.sim.rigid_solver, self.arm
         views = [solver.state_view(), solver.contacts_view(), solver.reset_view(), solver.params_view()]
         episode = [wp.from_torch(self.goal_pos, dtype=wp.vec3), wp.from_torch(self.cube_size)]
         episode += [wp.from_torch(self.hold), episodes]
-        inputs = [phase, per_thread, self._task, arm.model, *views, arm.state, *episode, noise, obs_out, out]
+        inputs = [phase, share, self._task, arm.model, *views, arm.state, *episode, noise, obs_out, out]
         return cube_kernel, inputs
 
     def rewards(self, s: dict[str, torch.Tensor], hold: torch.Tensor) -> tuple:

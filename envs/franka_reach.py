@@ -32,6 +32,7 @@ import torch
 import warp as wp
 from gymnasium.vector import AutoresetMode
 
+from sim_core.host_threads import Share, first_env
 from sim_core.views import ContactsView, ResetView, StateView, env_error, reset_env
 
 from .arm import N_ARM, ArmModel, ArmState, ee_point, observe_action, observe_joints, penalties, reset_arm
@@ -145,7 +146,7 @@ def _reset_reach(
 @wp.kernel(enable_backward=False)
 def reach_kernel(
     phase: int,  # PASS_STEP, PASS_OBSERVE, PASS_RESET or PASS_EVALUATE (episode.py)
-    per_thread: int,  # envs per thread (episode.envs_per_thread)
+    share: Share,  # the envs of this launch's threads (sim_core.host_threads)
     # Model:
     t: ReachTask,
     arm: ArmModel,
@@ -164,8 +165,8 @@ def reach_kernel(
 ):
     """One pass of Reach over the envs (``episode.py``): the observation (layout: module docstring),
     reward, success and distance of the state, the episode's bookkeeping and resets."""
-    e0 = wp.tid() * per_thread
-    for e in range(e0, wp.min(e0 + per_thread, obs_out.shape[0])):
+    e0 = first_env(share, wp.tid())
+    for e in range(e0, wp.min(e0 + share.per_thread, obs_out.shape[0])):
         if phase == PASS_RESET:
             if ep.reset_now[e]:
                 _reset_reach(t, arm, r, st, target, ep, e)
@@ -251,13 +252,13 @@ class FrankaReachEnv(FrankaTaskEnv):
     def _render_markers(self) -> list[Marker]:
         return [Marker(self.target_pos, 0.02, (0.9, 0.15, 0.15, 0.8))]
 
-    def _task_pass(self, phase, per_thread, obs_out, out, episodes, noise):
+    def _task_pass(self, phase, share, obs_out, out, episodes, noise):
         solver, arm = self.scene.sim.rigid_solver, self.arm
         target = wp.from_torch(self.target_pos, dtype=wp.vec3)
         views = [solver.state_view(), solver.contacts_view(), solver.reset_view()]
         inputs = [
             phase,
-            per_thread,
+            share,
             self._task,
             arm.model,
             *views,

@@ -42,6 +42,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 import sim_core as sc
+from sim_core import host_threads
 
 from . import episode
 from .episode import PASS_EVALUATE, PASS_OBSERVE, PASS_RESET, PASS_STEP, Episodes, StepOut
@@ -135,7 +136,8 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         self._reset_now = torch.zeros(n, dtype=torch.bool, device=dev)  # reset by the last pass
         self._all = torch.ones(n, dtype=torch.bool, device=dev)
         self._obs: torch.Tensor | None = None  # the observation last returned
-        self._passes: dict[int, wp.Launch] | None = None  # the task kernel's passes, recorded on first use
+        # the task kernel's passes, recorded on first use
+        self._passes: dict[int, host_threads.SharedLaunch] | None = None
 
     def _set_spaces(self, obs_dim: int, act_dim: int) -> None:
         """Box observation (unbounded) and action ([-1, 1]) spaces, float32, single and batched, and the
@@ -171,10 +173,16 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         raise NotImplementedError
 
     def _task_pass(
-        self, phase: int, per_thread: int, obs_out: wp.array, out: StepOut, episodes: Episodes, noise: wp.array
+        self,
+        phase: int,
+        share: host_threads.Share,
+        obs_out: wp.array,
+        out: StepOut,
+        episodes: Episodes,
+        noise: wp.array,
     ) -> tuple[wp.Kernel, list]:
-        """The task kernel and its inputs for one pass (``episode.PASS_*``), launched over
-        ``ceil(num_envs / per_thread)`` threads of ``per_thread`` envs each: ``obs_out``
+        """The task kernel and its inputs for one pass (``episode.PASS_*``), launched over the envs
+        of ``share`` (``sim_core.host_threads``; the kernel's argument ``obs_out``): ``obs_out``
         ``(num_envs, obs_dim)`` receives the observation, ``out`` the outputs, ``episodes`` is the
         episode state; ``noise`` ``(num_envs, step_noise_dim)`` uniform draws to use instead of the
         step stream's, or ``(0, 0)``. Passes read the poses (current when the pass runs)."""
@@ -276,8 +284,7 @@ class WarpVectorEnv(gym.vector.VectorEnv):
                 f"noise: expected shape {(self.num_envs, self.step_noise_dim)}, got {tuple(given.shape)}"
             )
         self.scene.sim.rigid_solver.poses()
-        kernel, inputs, dim = self._pass_inputs(PASS_OBSERVE, wp.from_torch(given), wp.from_torch(obs))
-        wp.launch(kernel, dim=dim, inputs=inputs, device=self.scene.sim.rigid_solver.wp_device)
+        self._record_pass(PASS_OBSERVE, wp.from_torch(given), wp.from_torch(obs)).launch()
         return obs
 
     def _evaluate(self) -> tuple:
@@ -303,32 +310,33 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         buffer would cost, without the copy."""
         solver = self.scene.sim.rigid_solver
         if self._passes is None:
-            self._passes, self._obs_arg = {}, {}
             none = wp.zeros((0, 0), dtype=wp.float32, device=solver.wp_device)
+            self._passes = {}
             for p in (PASS_STEP, PASS_OBSERVE, PASS_RESET, PASS_EVALUATE):
                 buffer = wp.from_torch(self._out["step" if p == PASS_STEP else "observe"]["obs"])
-                kernel, inputs, dim = self._pass_inputs(p, none, buffer)
-                self._obs_arg[p] = next(i for i, x in enumerate(inputs) if x is buffer)
-                self._passes[p] = wp.launch(
-                    kernel, dim=dim, inputs=inputs, device=solver.wp_device, record_cmd=True
-                )
+                self._passes[p] = self._record_pass(p, none, buffer)
         if phase != PASS_RESET:
             solver.poses()
         launch = self._passes[phase]
         if obs is not None:
-            launch.set_param_at_index(self._obs_arg[phase], wp.from_torch(obs))
+            launch.set_param_at_index(self._obs_arg, wp.from_torch(obs))
         launch.launch()
 
-    def _pass_inputs(self, phase: int, noise: wp.array, obs: wp.array) -> tuple[wp.Kernel, list, int]:
-        """The task kernel, inputs and launch size of ``phase`` writing observations to ``obs`` and
-        the other outputs to the pass's own buffers."""
+    def _record_pass(self, phase: int, noise: wp.array, obs: wp.array) -> host_threads.SharedLaunch:
+        """The recorded launch of ``phase`` (its host threads' shares, ``sim_core.host_threads``)
+        writing observations to ``obs`` and the other outputs to the pass's own buffers."""
         buffers = self._out["step" if phase == PASS_STEP else "observe"]
         out = StepOut()
         out.f, out.b = wp.from_torch(buffers["f"]), wp.from_torch(buffers["b"], dtype=wp.bool)
         out.length = wp.from_torch(buffers["length"])
-        per_thread = episode.envs_per_thread(self.scene.sim.rigid_solver.wp_device)
-        kernel, inputs = self._task_pass(phase, per_thread, obs, out, self._episodes(), noise)
-        return kernel, inputs, -(-self.num_envs // per_thread)
+        episodes, solver = self._episodes(), self.scene.sim.rigid_solver
+        kernel = self._task_pass(phase, host_threads.Share(), obs, out, episodes, noise)[0]
+        self._obs_arg = [a.label for a in kernel.adj.args].index("obs_out")
+
+        def inputs(share: host_threads.Share) -> list:
+            return self._task_pass(phase, share, obs, out, episodes, noise)[1]
+
+        return host_threads.record_envs(kernel, self.num_envs, inputs, solver.wp_device, solver.cpu_threads)
 
     def _episodes(self) -> Episodes:
         ep = Episodes()

@@ -27,9 +27,12 @@ For each batch size ``n_envs`` (default 1, 64, 1024, 4096, 16384):
   from the ``n_envs`` states sim_core's warm-up left (each env's qpos and qvel, so both simulate
   the same configurations), with uniform random controls inside
   ``actuator_ctrlrange`` for every env and step. That API takes the controls for the whole rollout
-  up front, so they (and the output buffers) are prepared outside the timed region. By default it
-  runs on 1 thread (the calling thread); ``--mj-nthread K`` gives rollout a pool of K threads with K
-  ``MjData``.
+  up front, so they (and the output buffers) are prepared outside the timed region.
+
+Threads: ``--threads K`` (default 1) runs both simulators on K host threads of the CPU: sim_core's
+step shares its envs among K threads (``SimOptions(cpu_threads=K)``), and rollout gets a pool of K
+threads with K ``MjData`` (K = 1: the calling thread only). ``--mj-nthread K`` sets MuJoCo's alone
+(for a CUDA run against every host core).
 
 Each size runs ``--repeats`` rounds (default 3) alternating the two simulators and keeps each one's
 best round, so a slow moment of a shared machine does not land on one side only.
@@ -51,6 +54,7 @@ How to run
     python scripts/bench_sim.py                          # full run, CPU
     python scripts/bench_sim.py --quick --n-envs 1 64 1024
     python scripts/bench_sim.py --device cuda --skip-compile
+    python scripts/bench_sim.py --threads 2 --scene arm_cube --skip-compile   # both on 2 threads
     python scripts/bench_sim.py --n-envs 4096 --steps 200 --mj-nthread 2 --json out.json
 """
 
@@ -143,10 +147,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="n_envs of the scene built in the start-up measurement (default: 1)",
     )
     p.add_argument(
-        "--mj-nthread",
+        "--threads",
         type=int,
         default=1,
-        help="threads for mujoco.rollout (default: 1 = the calling thread only)",
+        help="host threads of both simulators on the CPU (sim_core's cpu_threads, rollout's pool)",
+    )
+    p.add_argument(
+        "--mj-nthread",
+        type=int,
+        default=None,
+        help="threads for mujoco.rollout alone (default: --threads)",
     )
     p.add_argument(
         "--repeats",
@@ -162,6 +172,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--n-envs values must be >= 1")
     if args.steps is not None and args.steps < 1:
         p.error("--steps must be >= 1")
+    if args.threads < 1:
+        p.error("--threads must be >= 1")
+    if args.mj_nthread is None:
+        args.mj_nthread = args.threads
     if args.mj_nthread < 1:
         p.error("--mj-nthread must be >= 1")
     return args
@@ -242,7 +256,7 @@ def bench_sim_core(sc: Any, n_envs: int, steps: int, args: argparse.Namespace, k
     """Build the scene, time ``steps`` steps with fresh random targets. Returns scene + stats."""
     t_build = time.perf_counter()
     scene = sc.Scene(
-        sim_options=sc.SimOptions(dt=0.01, substeps=1),
+        sim_options=sc.SimOptions(dt=0.01, substeps=1, cpu_threads=args.threads),
         profiling_options=sc.ProfilingOptions(show_FPS=False),
     )
     franka = add_entities(sc, scene, kind)
@@ -475,7 +489,8 @@ def main(argv: list[str] | None = None) -> int:
 
     info = machine_info(args.device)
     print("machine: " + ", ".join(f"{k}={v}" for k, v in info.items()))
-    print(f"mujoco.rollout threads: {args.mj_nthread} (option --mj-nthread)")
+    sim_threads = args.threads if args.device == "cpu" else "-"
+    print(f"host threads: sim_core {sim_threads} (--threads), mujoco.rollout {args.mj_nthread} (--mj-nthread)")
 
     results: list[SizeResult] = []
     for kind in args.scene:
@@ -484,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
 
     head = f"{'scene':>9} | {'n_envs':>8} | {'sim_core env-steps/s':>20} | {'MuJoCo C env-steps/s':>20} | ratio"
     print()
-    print(f"device={args.device}, MuJoCo threads={args.mj_nthread}")
+    print(f"device={args.device}, sim_core threads={sim_threads}, MuJoCo threads={args.mj_nthread}")
     print(head)
     print("-" * len(head))
     for r in results:
@@ -505,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
             args.png,
             list(args.n_envs),
             series,
-            f"Franka Panda step, {args.device} (MuJoCo: {args.mj_nthread} thread)",
+            f"Franka Panda step, {args.device} (threads: sim_core {sim_threads}, MuJoCo {args.mj_nthread})",
         )
 
     compile_res: dict[str, dict[str, float]] | None = None

@@ -3,7 +3,9 @@
 
 Every registered task is built on the CPU, warmed up, then stepped while a ``TorchDispatchMode``
 counts the torch ops that reach the dispatcher (views included) and a wrapper counts Warp launches
-(``wp.launch`` and recorded ``wp.Launch.launch``, sim_core's own included). The counted steps are
+(``wp.launch`` and recorded ``wp.Launch.launch``, sim_core's own included; a launch whose envs
+are shared among host threads, ``sim_core.host_threads``, counts once: only launches made on the
+calling thread are counted, not the shares that worker threads run). The counted steps are
 steps in which some envs end and reset: before each one, ``force_episode_end`` (not counted) ends
 a quarter of the envs. Autoreset ``SAME_STEP`` with ``validate_actions=False`` is the trainer's
 setting; the other modes and ``validate_actions=True`` are printed too. ``tests/test_task_layer.py``
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import threading
 from collections.abc import Iterator
 
 import gymnasium as gym
@@ -52,8 +55,9 @@ _active: list[Counts] = []
 
 def _counting(fn):
     def wrapper(*args, **kwargs):
-        for c in _active:
-            c.launches += 1
+        if threading.current_thread() is threading.main_thread():
+            for c in _active:
+                c.launches += 1
         return fn(*args, **kwargs)
 
     wrapper.__wrapped__ = fn

@@ -6,6 +6,7 @@ handling."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import os
@@ -16,8 +17,9 @@ from types import ModuleType
 
 import warp as wp
 
-from . import adaptive_split
+from . import adaptive_split, host_threads
 from .adaptive_split import INLINE_REDO
+from .contact import buffers
 from .engine import actuation
 from .engine.tree import Tree
 from .step import ENVS_PER_THREAD, generate_source
@@ -112,25 +114,34 @@ def _record(
     nsub: int,
     contact_args: ContactArgs | None,
     split_args: SplitArgs | None,
+    threads: int,
     *,
     split_pass=-1,
     detect=-1,
-) -> wp.Launch:
+) -> host_threads.SharedLaunch:
     """One recorded launch of the step kernel: the step's first pass (``split_pass`` -1, or
     ``INLINE_REDO`` with its redo; ``detect`` -1), the redo (``split_pass == REDO``) or a detection
-    pass. The first pass and detection pass 0 step ``ENVS_PER_THREAD`` envs per thread on the CPU."""
-    extra = [d.xpos, d.xquat, *contact_args.inputs()] if contact_args else []
+    pass. The first pass and detection pass 0 step ``ENVS_PER_THREAD`` envs per thread on the CPU,
+    whose threads are shared among ``threads`` host threads (``host_threads.py``)."""
     split = split_args.inputs(split_pass, detect) if contact_args else []
     n = d.qpos.shape[0]
     per_thread = ENVS_PER_THREAD if d.qpos.device.is_cpu and split_pass in (-1, INLINE_REDO) else 1
-    return wp.launch(
-        k.step,
-        dim=(n + per_thread - 1) // per_thread,
-        inputs=[d.qpos, d.qvel, *_control_inputs(d), gravity, dt, nsub, per_thread],
-        outputs=[d.qfrc_actuator, *extra, *split],
-        device=d.qpos.device,
-        record_cmd=True,
-    )
+
+    def share(tid0: int, stride: int, dim: int) -> wp.Launch:
+        ca = contact_args
+        if ca and tid0 > 0:  # another host thread: solver scratch of its own
+            ca = dataclasses.replace(ca, data=buffers.with_own_scratch(ca.data))
+        extra = [d.xpos, d.xquat, *ca.inputs()] if ca else []
+        return wp.launch(
+            k.step,
+            dim=dim,
+            inputs=[d.qpos, d.qvel, *_control_inputs(d), gravity, dt, nsub, per_thread, tid0, stride],
+            outputs=[d.qfrc_actuator, *extra, *split],
+            device=d.qpos.device,
+            record_cmd=True,
+        )
+
+    return host_threads.record(share, -(-n // per_thread), threads, str(d.qpos.device))
 
 
 def record_step(
@@ -141,25 +152,26 @@ def record_step(
     nsub: int,
     contact_args: ContactArgs | None = None,
     split_args: SplitArgs | None = None,
-) -> list[wp.Launch]:
+    threads: int = 1,
+) -> list[host_threads.SharedLaunch]:
     """The launches advancing every env by ``nsub`` substeps of ``dt`` seconds (in place), recorded
     once with their arguments packed, so ``.launch()`` costs no per-step argument handling. A step
     generated with contacts takes ``contact_args`` and ``split_args``; with a split depth > 0 the
     first pass redoes the envs it flags: on the CPU in the same launch (``INLINE_REDO``), on CUDA in
     a redo launch that follows it (over all envs: those with nothing to do return at once, and no
-    host read)."""
+    host read). On the CPU each launch's threads are shared among ``threads`` host threads."""
     passes = [-1]
     if contact_args and split_args.depth > 0:
         passes = [INLINE_REDO] if d.qpos.device.is_cpu else [-1, adaptive_split.REDO]
-    return [_record(k, d, gravity, dt, nsub, contact_args, split_args, split_pass=p) for p in passes]
+    return [_record(k, d, gravity, dt, nsub, contact_args, split_args, threads, split_pass=p) for p in passes]
 
 
 def record_detect(
-    k: Kernels, d: Data, gravity: wp.vec3, contact_args: ContactArgs, split_args: SplitArgs
-) -> wp.Launch:
+    k: Kernels, d: Data, gravity: wp.vec3, contact_args: ContactArgs, split_args: SplitArgs, threads: int = 1
+) -> host_threads.SharedLaunch:
     """The step kernel's detection pass 0 (the envs whose state was set; ``_emit_detect_start``)
-    with the step's ``contact_args`` and ``split_args`` (``record_step``), recorded once."""
-    return _record(k, d, gravity, 0.0, 1, contact_args, split_args, detect=0)
+    with the step's ``contact_args``, ``split_args`` and ``threads`` (``record_step``), recorded once."""
+    return _record(k, d, gravity, 0.0, 1, contact_args, split_args, threads, detect=0)
 
 
 def record_fk(k: Kernels, d: Data, stale: wp.array) -> wp.Launch:

@@ -18,18 +18,26 @@ class SimOptions:
         substeps: integration substeps per step (each of ``dt / substeps`` s).
         gravity: (3,) gravitational acceleration, m/s^2.
         use_cuda_graph: on CUDA, capture the step in a CUDA graph and replay it.
+        cpu_threads: on the CPU, host threads the step's envs are shared among (results do not
+            depend on it); None: torch's intra-op thread count (``torch.get_num_threads()``, which
+            follows ``OMP_NUM_THREADS``), at most the cores the process may run on.
     """
 
     dt: float = 0.01
     substeps: int = 1
     gravity: tuple[float, float, float] = (0.0, 0.0, -9.81)
     use_cuda_graph: bool = True
+    cpu_threads: int | None = None
 
     def __post_init__(self):
         if not (float(self.dt) > 0.0):
             raise InvalidValueError(f"dt: expected a positive time step in seconds, got {self.dt!r}")
         if int(self.substeps) != self.substeps or self.substeps < 1:
             raise InvalidValueError(f"substeps: expected an integer >= 1, got {self.substeps!r}")
+        n = self.cpu_threads
+        if n is not None and (isinstance(n, bool) or int(n) != n or n < 1):
+            raise InvalidValueError(f"cpu_threads: expected None or an integer >= 1, got {n!r}")
+        object.__setattr__(self, "cpu_threads", None if n is None else int(n))
         g = tuple(float(x) for x in self.gravity)
         if len(g) != 3:
             raise InvalidValueError(f"gravity: expected 3 numbers, got {self.gravity!r}")

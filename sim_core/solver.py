@@ -8,7 +8,7 @@ import numpy as np
 import torch
 import warp as wp
 
-from . import _select, io, launch, state, views
+from . import _select, host_threads, io, launch, state, views
 from .contact import buffers, narrow_phase, pairs
 from .contact.frame import contact_frame
 from .engine import integrator
@@ -80,12 +80,14 @@ class RigidSolver:
             start = [wp.zeros_like(self._data.qpos), wp.zeros_like(self._data.qvel)]
             flags = [wp.from_torch(self._split), wp.from_torch(self._redo_envs)]
             split_args = launch.SplitArgs(*start, *flags, float(depth) if depth is not None else 0.0)
+        self.cpu_threads = o.cpu_threads or host_threads.default_threads()  # host threads of a CPU step
+        threads = self.cpu_threads
         self._step_cmds = launch.record_step(
-            self.kernels, self._data, self._gravity, o.substep_dt, o.substeps, contact_args, split_args
+            self.kernels, self._data, self._gravity, o.substep_dt, o.substeps, contact_args, split_args, threads
         )
         if contact_args is not None:  # contacts at the current state where no step ended there
             self._detect_set = launch.record_detect(
-                self.kernels, self._data, self._gravity, contact_args, split_args
+                self.kernels, self._data, self._gravity, contact_args, split_args, threads
             )
             self._contacts_stale = True  # some env's state was set since the last step (host flag)
         self._poses_fresh = False  # False: some env's poses may be out of date (see _stale)

@@ -177,13 +177,14 @@ def _emit_step_kernel(t: Tree, e: Emitter, substeps: int, contacts: bool) -> Non
     e("@wp.kernel")
     e(
         f"def step({_STATE_ARGS}, {_CONTROL_ARGS}, gravity: wp.vec3, dt_step: float, nsub: int, "
-        f"per_thread: int, qfrc_actuator_out: {_F}{extra}):"
+        f"per_thread: int, tid0: int, tid_stride: int, qfrc_actuator_out: {_F}{extra}):"
     )
     with e.indent():
         # each thread steps ``per_thread`` envs in turn: on the CPU, where Warp calls the kernel
         # once per thread, the call's prologue (copying every argument's fields it uses to the
-        # stack, ~700 instructions) is paid once per ENVS_PER_THREAD envs, not once per env
-        e("_tid = wp.tid()")
+        # stack, ~700 instructions) is paid once per ENVS_PER_THREAD envs, not once per env; a
+        # launch may run a share of the threads (tid0, tid0 + tid_stride, ...: host_threads.py)
+        e("_tid = tid0 + wp.tid() * tid_stride")
         with adaptive_split.env_loop(e, contacts):
             _emit_load_state(t, e)
             e("dt = float(dt_step)")

@@ -255,6 +255,12 @@ def test_bad_input_raises_and_leaves_state_unchanged(case):
         assert torch.equal(before[k], after[k]), k
 
 
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+def test_cpu_threads_must_be_a_positive_integer(bad):
+    with pytest.raises(sc.InvalidValueError, match="cpu_threads"):
+        sc.SimOptions(cpu_threads=bad)
+
+
 def test_zero_norm_quaternion_rejected():
     scene, (ent,) = make_scene(sc.morphs.MJCF(file=os.path.join(ASSETS, "free_and_pendulum.xml")))
     q = scene.sim.rigid_solver.get_qpos().clone()

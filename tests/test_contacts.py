@@ -27,9 +27,9 @@ CUBE = 0.05  # edge, m
 RHO = 1000.0  # kg/m^3: a 125 g cube
 
 
-def _scene(*, gravity=(0.0, 0.0, -9.81), rigid_options=None):
+def _scene(*, gravity=(0.0, 0.0, -9.81), rigid_options=None, cpu_threads=None):
     return sc.Scene(
-        sim_options=sc.SimOptions(dt=0.01, gravity=gravity),
+        sim_options=sc.SimOptions(dt=0.01, gravity=gravity, cpu_threads=cpu_threads),
         rigid_options=rigid_options,
         profiling_options=sc.ProfilingOptions(show_FPS=False),
     )
@@ -189,9 +189,9 @@ def franka_grasp(n_envs: int = 8, seed: int = 0) -> dict:
 GRASP_READY = (0.0, 0.35, 0.0, -2.3, 0.0, 2.65, 0.785)  # hand ~5 cm above a cube at (0.45, 0, 0.025)
 
 
-def _arm_and_cube_scene(n_envs: int, rigid_options=None):
+def _arm_and_cube_scene(n_envs: int, rigid_options=None, cpu_threads=None):
     """Floor, Franka and a 5 cm cube in front of it, built with ``n_envs`` envs; returns scene, arm."""
-    scene = _scene(rigid_options=rigid_options)
+    scene = _scene(rigid_options=rigid_options, cpu_threads=cpu_threads)
     scene.add_entity(sc.morphs.Plane())
     franka = scene.add_entity(sc.morphs.MJCF(file="franka_panda"))
     scene.add_entity(
@@ -393,16 +393,23 @@ def test_random_arm_commands_stay_finite_and_shallow(seed):
         assert torch.equal(r["state"], again["state"])  # same seed, same device: bit for bit
 
 
-def _arm_and_cube_run(targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def _arm_and_cube_run(
+    targets: torch.Tensor, cpu_threads=None, reset_odd: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
     """qpos and qvel after stepping the arm-and-cube scene through ``targets`` (steps, n_envs, 9),
-    and each env's count of penetrating contacts that involve the arm over the run."""
+    and each env's count of penetrating contacts that involve the arm over the run. ``reset_odd``:
+    halfway through, the odd envs are set back to the start (their contacts detected again)."""
     n = targets.shape[1]
-    scene, franka = _arm_and_cube_scene(n)
+    scene, franka = _arm_and_cube_scene(n, cpu_threads=cpu_threads)
     cube_geom = scene.mjmodel.ngeom - 1  # added last
     solver = scene.sim.rigid_solver
-    franka.set_dofs_position(torch.tensor(GRASP_READY + (0.04, 0.04)).repeat(n, 1))
+    start = torch.tensor(GRASP_READY + (0.04, 0.04)).repeat(n, 1)
+    franka.set_dofs_position(start)
     arm = torch.zeros(n, dtype=torch.int64, device=sc.device)
-    for target in targets:
+    for i, target in enumerate(targets):
+        if reset_odd and i == len(targets) // 2:
+            odd = torch.arange(1, n, 2)
+            franka.set_dofs_position(start[odd], envs_idx=odd)
         franka.control_dofs_position(target)
         scene.step()
         c = solver.get_contacts()
@@ -426,6 +433,21 @@ def test_an_env_steps_the_same_alone_as_in_a_batch():
     for k in range(3):
         alone, _ = _arm_and_cube_run(targets[:, k : k + 1])
         assert torch.equal(batch[k : k + 1], alone)
+
+
+def test_the_number_of_host_threads_changes_no_bit():
+    """On the CPU the step's envs are shared among host threads (``SimOptions.cpu_threads``), each
+    with solver scratch of its own: 1, 2 and 3 threads (uneven shares of 330 envs, 6 launch threads
+    of 64 and a partial one) end bit for bit the same, hands on the cube and envs reset mid-run."""
+    g = torch.Generator().manual_seed(3)
+    steps, n = 60, 330
+    walk = torch.cumsum(0.1 * (torch.rand(steps, n, 9, generator=g) - 0.5), 0)  # as random_arm_stress
+    targets = torch.tensor(GRASP_READY + (0.0, 0.0)) + walk
+    targets[..., 7:] = 0.04 * torch.rand(steps, n, 2, generator=g)
+    one, arm = _arm_and_cube_run(targets, cpu_threads=1, reset_odd=True)
+    assert (arm > 0).float().mean() > 0.5  # most hands pressed on the cube or the floor
+    for threads in (2, 3):
+        assert torch.equal(_arm_and_cube_run(targets, cpu_threads=threads, reset_odd=True)[0], one), threads
 
 
 def fast_cube_on_the_floor(split_depth) -> float:

@@ -90,13 +90,36 @@ def test_a_step_stays_within_its_launch_and_op_budget(task):
     which some envs end and reset; counted as ``scripts/count_ops.py`` does, at two batch sizes."""
     count_ops = _load_count_ops()
     settings = [("SameStep", False), ("SameStep", True), ("NextStep", False), ("Disabled", False)]
-    for n in (3, 64):
+    for n in (3, 200):  # 200: on the CPU 4 launch threads of 64 envs, shared among the host threads
         for mode, validate in settings:
             r = count_ops.measure(task, n, mode, validate, steps=4)
             where = f"{task} n={n} {mode} validate={validate}"
             assert r["step_ops_max"] <= MAX_TORCH_OPS, (where, r["ops"])
             assert r["step_launches_max"] <= MAX_LAUNCHES, where
             assert r["reset_ops_max"] <= MAX_TORCH_OPS and r["reset_launches_max"] <= MAX_LAUNCHES, where
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_the_number_of_host_threads_changes_no_bit(task):
+    """Steps (through episode ends, autoresets and randomization), observations and rewards are the
+    same bits whether the physics and the task's kernels run on 1, 2 or 3 host threads
+    (``env.sim.cpu_threads``; 200 envs: 4 launch threads of 64, the last partial)."""
+    runs = []
+    for threads in (1, 2, 3):
+        env = gym.make_vec(task, num_envs=200, seed=0, sim={"cpu_threads": threads})
+        assert env.unwrapped.scene.sim.rigid_solver.cpu_threads == threads
+        g = torch.Generator().manual_seed(0)
+        out = [env.reset(seed=0)[0]]
+        for _ in range(110):  # Reach's episodes are 100 steps
+            obs, reward, terminated, truncated, _ = env.step(
+                torch.rand(200, env.single_action_space.shape[0], generator=g) * 2 - 1
+            )
+            out += [obs, reward, terminated, truncated]
+        env.close()
+        runs.append(out)
+    assert any(t.any() for t in runs[0][3::4] + runs[0][4::4]), "no episode ended"
+    for other in runs[1:]:
+        assert all(torch.equal(a, b) for a, b in zip(runs[0], other, strict=True))
 
 
 # ---- returned tensors ---------------------------------------------------------------------------

@@ -10,7 +10,15 @@ from ..engine import integrator
 from ..engine.tree import Tree
 from .narrow_phase import ContactSlots
 
-__all__ = ["ContactModel", "ContactData", "build_contact_model", "make_contact_data", "vec5"]
+__all__ = [
+    "ContactModel",
+    "ContactData",
+    "SCRATCH",
+    "build_contact_model",
+    "make_contact_data",
+    "with_own_scratch",
+    "vec5",
+]
 
 vec5 = wp.types.vector(length=5, dtype=wp.float32)
 
@@ -119,19 +127,6 @@ def make_contact_data(
     threads run at once, each env has its own."""
     rows = max_contacts + nlim
     z = lambda shape, dtype=wp.float32: wp.zeros(shape, dtype=dtype, device=device)  # noqa: E731
-    shared = wp.get_device(device).is_cpu
-
-    def scratch(shape, dtype=wp.float32):
-        shape = (nworld, *shape)
-        if not shared:
-            return z(shape, dtype)
-        one = z((1, *shape[1:]), dtype)
-        # the view does not own its memory: its deleter frees nothing and holds ``one`` alive
-        keep = lambda ptr, size, owner=one: None  # noqa: E731
-        return wp.array(
-            ptr=one.ptr, dtype=dtype, shape=shape, strides=(0, *one.strides[1:]), device=device, deleter=keep
-        )
-
     cd = ContactData()
     cd.slots = slots
     cd.nxt = nxt
@@ -143,25 +138,46 @@ def make_contact_data(
     cd.force = z((nworld, max_contacts), wp.vec3)
     per_env = np.tile(np.asarray(friction, np.float32), (nworld, 1))
     cd.friction = wp.array(per_env, dtype=wp.float32, device=device)
-    for name in ("lim_side", "lim_tgt"):
-        setattr(cd, name, scratch((max(nlim, 1),)))
-    cd.fac = scratch((nfac,))
-    cd.vel = scratch((nv,))
-    cd.jac = scratch((rows, nv), wp.vec3)
-    cd.ajac = scratch((rows, nv), wp.vec3)
-    cd.wblk = scratch((rows,), wp.mat33)
-    cd.wnn = scratch((rows, rows))
-    cd.sysm = scratch((rows, rows))
-    for name in ("u0", "sysb", "lnew", "uref", "umin", "reg", "mu"):
-        setattr(cd, name, scratch((rows,)))
-    for name in ("state", "act"):
-        setattr(cd, name, scratch((rows,), wp.int32))
-    cd.nact = scratch((), wp.int32)
-    cd.trees = scratch((rows,), wp.vec4i)
-    cd.lam = scratch((rows,), wp.vec3)
-    cd.row_key = scratch((rows,), wp.vec2i)
+    for name, (shape, dtype) in _scratch_fields(rows, nlim, nv, nfac).items():
+        setattr(cd, name, _scratch((nworld, *shape), dtype, device))
     cd.lam_prev = z((nworld, rows), wp.vec3)  # the warm start: kept per env from one substep to the next
     cd.lam_geom = wp.full((nworld, rows), wp.vec2i(-1, -1), dtype=wp.vec2i, device=device)
     cd.lam_pos = z((nworld, rows), wp.vec3)
     cd.lam_state = z((nworld, rows), wp.int32)
     return cd
+
+
+def _scratch_fields(rows: int, nlim: int, nv: int, nfac: int) -> dict[str, tuple[tuple, type]]:
+    """The fields of ``ContactData`` that are solver scratch, each with its per-env shape and dtype."""
+    f32, i32, n = wp.float32, wp.int32, max(nlim, 1)
+    out = {"lim_side": ((n,), f32), "lim_tgt": ((n,), f32), "fac": ((nfac,), f32), "vel": ((nv,), f32)}
+    out |= {"jac": ((rows, nv), wp.vec3), "ajac": ((rows, nv), wp.vec3), "wblk": ((rows,), wp.mat33)}
+    out |= {"wnn": ((rows, rows), f32), "sysm": ((rows, rows), f32), "nact": ((), i32)}
+    out |= {name: ((rows,), f32) for name in ("u0", "sysb", "lnew", "uref", "umin", "reg", "mu")}
+    out |= {"state": ((rows,), i32), "act": ((rows,), i32), "trees": ((rows,), wp.vec4i)}
+    return out | {"lam": ((rows,), wp.vec3), "row_key": ((rows,), wp.vec2i)}
+
+
+SCRATCH = tuple(_scratch_fields(1, 1, 1, 1))
+
+
+def _scratch(shape: tuple, dtype, device: str) -> wp.array:
+    """A scratch array of ``shape`` (env first): on a GPU each env's own; on the CPU one env's
+    worth, seen by every env through a stride of 0 (``make_contact_data``)."""
+    if not wp.get_device(device).is_cpu:
+        return wp.zeros(shape, dtype=dtype, device=device)
+    one = wp.zeros((1, *shape[1:]), dtype=dtype, device=device)
+    # the view does not own its memory: its deleter frees nothing and holds ``one`` alive
+    keep = lambda ptr, size, owner=one: None  # noqa: E731
+    strides = (0, *one.strides[1:])
+    return wp.array(ptr=one.ptr, dtype=dtype, shape=shape, strides=strides, device=device, deleter=keep)
+
+
+def with_own_scratch(cd: ContactData) -> ContactData:
+    """The same buffers as ``cd`` but scratch of its own: for a host thread that steps some of the
+    envs while another steps the others (``host_threads.py``)."""
+    out = ContactData()
+    for name in ContactData.vars:
+        a = getattr(cd, name)
+        setattr(out, name, _scratch(a.shape, a.dtype, str(a.device)) if name in SCRATCH else a)
+    return out

@@ -1,0 +1,132 @@
+"""CPU launches spread over host threads.
+
+Warp runs a CPU launch's threads one after another on the calling thread. A kernel whose envs are
+independent can instead be recorded as one launch per host thread, each over an interleaved share
+of the launch's threads (launch thread ``tid0 + tid * stride`` for its ``tid``), and the shares run
+at once: Warp releases the GIL while a CPU kernel runs. Each env is still computed by the same
+instructions in the same order, so results do not depend on the number of host threads. On a GPU
+there is one share, the whole launch.
+
+A kernel written for this takes a ``Share`` and runs its envs from ``first_env(share, wp.tid())``
+(``share.per_thread`` of them in turn, fewer at the end); ``record`` records its shares.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+import warp as wp
+
+__all__ = [
+    "ENVS_PER_THREAD",
+    "Share",
+    "first_env",
+    "default_threads",
+    "shares",
+    "SharedLaunch",
+    "record",
+    "record_envs",
+]
+
+ENVS_PER_THREAD = 64  # envs a launch thread of an env kernel runs in turn on the CPU (see ``record``)
+
+
+@wp.struct
+class Share:
+    """Which envs the threads of one host thread's launch run."""
+
+    per_thread: int  # envs each launch thread runs in turn
+    tid0: int  # the launch thread this share's thread 0 stands for
+    stride: int  # launch threads from one of this share's threads to its next
+
+
+@wp.func
+def first_env(s: Share, tid: int) -> int:
+    """The first env of launch thread ``tid`` of share ``s``."""
+    return (s.tid0 + tid * s.stride) * s.per_thread
+
+
+def default_threads() -> int:
+    """Host threads a CPU scene steps on by default: torch's intra-op thread count (which follows
+    ``OMP_NUM_THREADS``; ``torchrun`` sets it to 1 per process), at most the cores this process
+    may run on."""
+    return max(1, min(torch.get_num_threads(), len(os.sched_getaffinity(0))))
+
+
+def shares(n_threads: int, threads: int) -> list[tuple[int, int, int]]:
+    """``(tid0, stride, dim)`` of each host thread's share of a launch of ``n_threads`` threads over
+    ``threads`` host threads (fewer when the launch has fewer threads): share ``k`` runs launch
+    threads ``k, k + stride, k + 2 stride, ...``."""
+    stride = max(1, min(threads, n_threads))
+    return [(k, stride, -(-(n_threads - k) // stride)) for k in range(stride)]
+
+
+class SharedLaunch:
+    """Recorded launches (``wp.Launch``) that run together: the first on the calling thread, the
+    others on worker threads; ``launch()`` returns once all have finished and re-raises the first
+    error."""
+
+    def __init__(self, launches: Sequence[wp.Launch]):
+        self.launches = list(launches)
+        if len(self.launches) > 1:
+            _ensure_pool(len(self.launches) - 1)
+
+    def set_param_at_index(self, index: int, value) -> None:
+        """Set argument ``index`` of every share's launch (``wp.Launch.set_param_at_index``)."""
+        for cmd in self.launches:
+            cmd.set_param_at_index(index, value)
+
+    def launch(self) -> None:
+        if len(self.launches) == 1:
+            self.launches[0].launch()
+            return
+        pending = [_pool.submit(cmd.launch) for cmd in self.launches[1:]]
+        try:
+            self.launches[0].launch()
+        finally:
+            for f in pending:
+                f.result()
+
+
+def record(
+    make: Callable[[int, int, int], wp.Launch], n_threads: int, threads: int, device: str | None = None
+) -> SharedLaunch:
+    """The shares (``shares``) of a launch of ``n_threads`` threads over ``threads`` host threads,
+    each recorded by ``make(tid0, stride, dim)``; on a GPU ``device`` one share, the whole launch."""
+    if device is not None and not wp.get_device(device).is_cpu:
+        threads = 1
+    return SharedLaunch([make(*s) for s in shares(n_threads, threads)])
+
+
+def record_envs(
+    kernel: wp.Kernel,
+    n_envs: int,
+    inputs: Callable[[Share], list],
+    device: str,
+    threads: int,
+) -> SharedLaunch:
+    """The shares of a launch of ``kernel`` over ``n_envs`` envs that takes a ``Share`` (``inputs``
+    returns a share's inputs): on the CPU ``ENVS_PER_THREAD`` envs per launch thread, over
+    ``threads`` host threads; on a GPU one env per thread, one launch."""
+    per_thread = ENVS_PER_THREAD if wp.get_device(device).is_cpu else 1
+
+    def make(tid0: int, stride: int, dim: int) -> wp.Launch:
+        s = Share()
+        s.per_thread, s.tid0, s.stride = per_thread, tid0, stride
+        return wp.launch(kernel, dim=dim, inputs=inputs(s), device=device, record_cmd=True)
+
+    return record(make, -(-n_envs // per_thread), threads, device)
+
+
+_pool: ThreadPoolExecutor | None = None
+
+
+def _ensure_pool(workers: int) -> None:
+    global _pool
+    if _pool is None or _pool._max_workers < workers:
+        if _pool is not None:
+            _pool.shutdown(wait=True)
+        _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sim_core_cpu")
