@@ -32,7 +32,8 @@ For each batch size ``n_envs`` (default 1, 64, 1024, 4096, 16384):
 Threads: ``--threads K`` (default 1) runs both simulators on K host threads of the CPU: sim_core's
 step shares its envs among K threads (``SimOptions(cpu_threads=K)``), and rollout gets a pool of K
 threads with K ``MjData`` (K = 1: the calling thread only). ``--mj-nthread K`` sets MuJoCo's alone
-(for a CUDA run against every host core).
+(for a CUDA run against every host core). The script sets ``OMP_WAIT_POLICY=PASSIVE`` (unless it is set), so
+torch's OpenMP workers sleep rather than spin on a core between the timed target draws.
 
 Each size runs ``--repeats`` rounds (default 3) alternating the two simulators and keeps each one's
 best round, so a slow moment of a shared machine does not land on one side only.
@@ -74,10 +75,15 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import mujoco
-import numpy as np
-import torch
-from mujoco import rollout as mj_rollout
+# torch's OpenMP workers spin for a while after each parallel op (the timed target draws at >= 4096
+# envs) and would take a core from the simulators' own threads; passive, they sleep. Read once, when
+# torch loads its OpenMP library, so it is set before the import.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from mujoco import rollout as mj_rollout  # noqa: E402
 
 DEFAULT_N_ENVS = (1, 64, 1024, 4096, 16384)
 SCENES = ("arm", "arm_cube")
