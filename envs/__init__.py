@@ -15,7 +15,7 @@ import gymnasium as gym
 
 from .checker import check_vector_env
 from .config import ConfigError
-from .franka_cube import FrankaLiftEnv, FrankaPickPlaceEnv, FrankaPushEnv
+from .franka_cube import FrankaLiftEnv, FrankaPickPlaceEnv, FrankaPushEnv, FrankaStackEnv
 from .franka_reach import FrankaReachEnv
 from .single import SingleEnv
 from .vector_env import WarpVectorEnv
@@ -26,6 +26,7 @@ __all__ = [
     "FrankaLiftEnv",
     "FrankaPushEnv",
     "FrankaPickPlaceEnv",
+    "FrankaStackEnv",
     "SingleEnv",
     "check_vector_env",
     "ConfigError",
@@ -38,12 +39,14 @@ TASKS = {
     "WarpGym/FrankaLift-v0": "warpgym.franka_cube:FrankaLiftEnv",
     "WarpGym/FrankaPush-v0": "warpgym.franka_cube:FrankaPushEnv",
     "WarpGym/FrankaPickPlace-v0": "warpgym.franka_cube:FrankaPickPlaceEnv",
+    "WarpGym/FrankaStack-v0": "warpgym.franka_cube:FrankaStackEnv",
 }
 CONFIGS = {  # task id -> config file in configs/
     "WarpGym/FrankaReach-v0": "franka_reach",
     "WarpGym/FrankaLift-v0": "franka_lift",
     "WarpGym/FrankaPush-v0": "franka_push",
     "WarpGym/FrankaPickPlace-v0": "franka_pick_place",
+    "WarpGym/FrankaStack-v0": "franka_stack",
 }
 
 for _id, _entry in TASKS.items():

@@ -77,11 +77,12 @@ import sim_core as sc
 
 from .arm import N_ARM
 from .config import config_path, from_dict, merge, read_toml
-from .cube_kernels import LIFT, OBS_DIM, PICK_PLACE, PUSH, CubeTask, cube_kernel, cube_rewards_kernel
+from .cube_kernels import LIFT, OBS_DIM, PICK_PLACE, PUSH, STACK, CubeTask, cube_kernel, cube_rewards_kernel
 from .franka import ArmConfig, FrankaTaskEnv, SimConfig
 from .render import Marker, RenderConfig
 
-__all__ = ["FrankaLiftEnv", "FrankaPushEnv", "FrankaPickPlaceEnv", "CubeTaskConfig", "OBS_DIM"]
+__all__ = ["FrankaLiftEnv", "FrankaPushEnv", "FrankaPickPlaceEnv", "FrankaStackEnv", "CubeTaskConfig"]
+__all__ += ["OBS_DIM"]
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,9 @@ class RewardConfig:
     place_std: float = 0.1  # m
     rest: float = 0.0  # pick-place: weight of placed * t(|qd|, rest_std)
     rest_std: float = 0.2  # rad/s
+    release: float = 0.0  # stack: weight of placed * (opened + not touched) / 2
+    still: float = 0.0  # stack: weight of placed * t(|v_cube|, still_std)
+    still_std: float = 0.05  # m/s
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,10 @@ class CubeTaskConfig:
     reward: RewardConfig
     render: RenderConfig
     rest_speed: float = 0.0  # pick-place: success needs the arm's joint speeds |qd| at most this, rad/s
+    pair_distance: tuple[float, float] = (0.0, 0.0)  # stack: the cubes' centres this far apart at reset, m
+    stack_tol: float = 0.0  # stack: the cube's centre within this of its height on B, m
+    static_speed: float = 0.0  # stack: the cube's speed at most this, m/s
+    open_width: float = 0.0  # stack: the fingers open at least the cube's edge plus this, m
 
 
 def load_cube_config(config: str, overrides: dict[str, Any] | None = None) -> CubeTaskConfig:
@@ -163,6 +171,8 @@ class _CubeTaskEnv(FrankaTaskEnv):
     reset_noise_dim = N_ARM + 3 + 3 + 5  # arm, cube xy and yaw, goal, randomization
     default_config: str = ""
     task: int = LIFT
+    cube_color = (0.85, 0.45, 0.2, 1.0)  # RGBA in pictures
+    base_color = (0.2, 0.45, 0.85, 1.0)  # stack: B's
 
     def __init__(
         self,
@@ -194,10 +204,15 @@ class _CubeTaskEnv(FrankaTaskEnv):
         )
         c = cfg.cube
         x0 = 0.5 * (c.spawn_low[0] + c.spawn_high[0])
-        self.cube = self.scene.add_entity(
-            sc.morphs.Box(size=(c.size,) * 3, pos=(x0, 0.0, c.size / 2)),
-            material=sc.materials.Rigid(rho=c.density, friction=c.friction),
-        )
+        material = sc.materials.Rigid(rho=c.density, friction=c.friction)
+        box = sc.morphs.Box(size=(c.size,) * 3, pos=(x0, 0.0, c.size / 2), color=self.cube_color)
+        self.cube = self.scene.add_entity(box, material=material)
+        self.base_cube = None  # stack: the cube the other is stacked on
+        if self.task == STACK:
+            at = (x0, 2 * c.size, c.size / 2)
+            self.base_cube = self.scene.add_entity(
+                sc.morphs.Box(size=(c.size,) * 3, pos=at, color=self.base_color), material=material
+            )
         self.build_scene()
         n, dev = self.num_envs, self.device
         e = self.arm.entity
@@ -206,6 +221,7 @@ class _CubeTaskEnv(FrankaTaskEnv):
         # per-env episode state, updated in place by the kernel
         self.goal_pos = torch.zeros(n, 3, device=dev)  # (num_envs, 3) m
         self.cube_size = torch.full((n,), c.size, device=dev)  # (num_envs,) edge length this episode, m
+        self.base_size = torch.full((n,), c.size, device=dev)  # (num_envs,) stack: B's edge this episode, m
         self.hold = torch.zeros(n, dtype=torch.int32, device=dev)  # lift: consecutive steps above the goal
         self._set_spaces(OBS_DIM + self.arm.action_dim, self.arm.action_dim)
         self._task = self._make_task(cfg)
@@ -239,22 +255,31 @@ class _CubeTaskEnv(FrankaTaskEnv):
         k.place, k.place_std, k.rest, k.rest_std = w.place, w.place_std, w.rest, w.rest_std
         k.success_bonus, k.action_rate, k.joint_vel = w.success_bonus, w.action_rate, w.joint_vel
         k.hold_steps, k.goal_radius, k.rest_speed = cfg.hold_steps, cfg.goal_radius, cfg.rest_speed
+        k.q1 = k.d1 = k.geom_b = k.slot_b = -1
+        if self.base_cube is not None:
+            base = self.base_cube.joints[0]
+            k.q1, k.d1 = base.qs_idx[0], base.dofs_idx[0]
+            k.geom_b, k.slot_b = self.base_cube.geoms_idx[0], self.base_cube.inertial_slot
+        k.pair_low, k.pair_high = cfg.pair_distance
+        k.stack_tol, k.static_speed, k.open_width = cfg.stack_tol, cfg.static_speed, cfg.open_width
+        k.release, k.still, k.still_std = w.release, w.still, w.still_std
         return k
 
     def _task_pass(self, phase, share, obs_out, out, episodes, noise):
         solver, arm = self.scene.sim.rigid_solver, self.arm
         views = [solver.state_view(), solver.contacts_view(), solver.reset_view(), solver.params_view()]
         episode = [wp.from_torch(self.goal_pos, dtype=wp.vec3), wp.from_torch(self.cube_size)]
-        episode += [wp.from_torch(self.hold), episodes]
+        episode += [wp.from_torch(self.base_size), wp.from_torch(self.hold), episodes]
         inputs = [phase, share, self._task, arm.model, *views, arm.state, *episode, noise, obs_out, out]
         return cube_kernel, inputs
 
     def rewards(self, s: dict[str, torch.Tensor], hold: torch.Tensor) -> tuple:
         """``(reward, success, out_of_workspace, info, hold)`` of the task's reward for given state
         terms ``s``, each ``(n, ...)``: ``ee``, ``cube_pos``, ``goal`` (3, m), ``cube_size`` (m),
-        ``grasped`` (bool), ``action_rate``, ``joint_vel_sq``; ``hold`` (int32): consecutive steps
-        above the goal before this one (lift), returned updated. The same ``@wp.func`` as the
-        step's; pure: no env state changes."""
+        ``grasped`` (bool), ``action_rate``, ``joint_vel_sq``, and for Stack ``cube_speed`` (m/s),
+        ``on_base`` and ``touched`` (bool), ``opening`` (m) (``cube_kernels.Terms``; 0 / False when
+        absent); ``hold`` (int32): consecutive steps above the goal before this one (lift), returned
+        updated. The same ``@wp.func`` as the step's; pure: no env state changes."""
         n, dev = hold.shape[0], self.device
         f32 = lambda key: s[key].to(device=dev, dtype=torch.float32).contiguous()  # noqa: E731
         vec = lambda key: wp.from_torch(f32(key), dtype=wp.vec3)  # noqa: E731
@@ -265,6 +290,11 @@ class _CubeTaskEnv(FrankaTaskEnv):
         inputs += [wp.from_torch(s["grasped"].to(dev).contiguous(), dtype=wp.bool)]
         inputs += [wp.from_torch(f32("action_rate")), wp.from_torch(f32("joint_vel_sq"))]
         inputs += [wp.from_torch(hold.to(device=dev, dtype=torch.int32).contiguous())]
+        zeros, no = torch.zeros(n, device=dev), torch.zeros(n, dtype=torch.bool, device=dev)
+        inputs += [wp.from_torch(f32("cube_speed") if "cube_speed" in s else zeros)]
+        for key in ("on_base", "touched"):
+            inputs += [wp.from_torch(s[key].to(dev).contiguous() if key in s else no, dtype=wp.bool)]
+        inputs += [wp.from_torch(f32("opening") if "opening" in s else zeros)]
         outputs = [wp.from_torch(t, dtype=wp.bool) if t.dtype == torch.bool else wp.from_torch(t) for t in out]
         wp.launch(
             cube_rewards_kernel,
@@ -316,6 +346,22 @@ class FrankaPickPlaceEnv(_CubeTaskEnv):
         return {"goal_distance": info, "grasped": s["grasped"]}
 
 
+class FrankaStackEnv(_CubeTaskEnv):
+    """Batched FrankaStack (see the module docstring); arguments as ``FrankaReachEnv``'s."""
+
+    default_config = "franka_stack"
+    task = STACK
+    cube_color = (0.85, 0.2, 0.2, 1.0)
+    reset_noise_dim = _CubeTaskEnv.reset_noise_dim + 3  # B's mass, edge and friction
+    info_keys = (("goal_distance", float), ("grasped", bool))
+
+    def _reward_info(self, info, s):
+        return {"goal_distance": info, "grasped": s["grasped"]}
+
+    def _render_markers(self) -> list[Marker]:
+        return []
+
+
 def _dr_ranges(r: RandomizationConfig) -> list[tuple[float, float]]:
     return [r.cube_mass, r.cube_size, r.cube_friction, r.joint_damping_scale, r.pd_gain_scale]
 
@@ -329,6 +375,9 @@ def _check_ranges(cfg: CubeTaskConfig) -> None:
             )
     if cfg.hold_steps < 1:
         raise ValueError(f"env.hold_steps: expected an integer >= 1, got {cfg.hold_steps}")
-    for name in ("goal_radius", "rest_speed"):
+    lo, hi = cfg.pair_distance
+    if not 0.0 <= lo <= hi:
+        raise ValueError(f"env.pair_distance: expected 0 <= low <= high, got {[lo, hi]}")
+    for name in ("goal_radius", "rest_speed", "stack_tol", "static_speed", "open_width"):
         if not getattr(cfg, name) >= 0.0:
             raise ValueError(f"env.{name}: expected a value >= 0, got {getattr(cfg, name)}")

@@ -74,7 +74,7 @@ def _primitive_spec(morph: morphs.Primitive, material: materials.Rigid | None) -
     else:
         geom.type, geom.size = mujoco.mjtGeom.mjGEOM_CAPSULE, [morph.radius, morph.length / 2, 0.0]
     geom.density = material.rho
-    geom.rgba = [0.85, 0.45, 0.2, 1.0]
+    geom.rgba = list(morph.color)
     return spec
 
 

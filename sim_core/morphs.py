@@ -118,10 +118,19 @@ class Primitive(Morph):
 
     Its mass follows from its volume and the material's density (``sc.materials.Rigid(rho=...)``),
     its sliding friction from the material (``friction``); it collides with the floor, the other
-    primitives and the robot's collision geoms.
+    primitives and the robot's collision geoms. ``color`` (RGBA in [0, 1]) is its colour in pictures
+    and takes no part in the physics.
     """
 
     fixed: bool = False
+    color: tuple[float, float, float, float] = (0.85, 0.45, 0.2, 1.0)
+
+    def __post_init__(self):
+        super().__post_init__()
+        color = _vec("color", self.color, 4)
+        if not all(0.0 <= c <= 1.0 for c in color):
+            raise InvalidValueError(f"color: expected 4 numbers (RGBA) in [0, 1], got {self.color!r}")
+        object.__setattr__(self, "color", color)
 
     def _check_positive(self, **values: float) -> None:
         for name, v in values.items():

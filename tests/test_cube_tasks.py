@@ -1,6 +1,6 @@
-"""FrankaLift, FrankaPush and FrankaPickPlace: conformance, rewards on hand-built states, randomization,
-and a scripted controller that solves Lift and PickPlace through the env's own actions
-(``python tests/test_cube_tasks.py`` prints its success rates)."""
+"""FrankaLift, FrankaPush, FrankaPickPlace and FrankaStack: conformance, rewards on hand-built states,
+randomization, and a scripted controller that solves Lift, PickPlace and Stack through the env's own
+actions (``python tests/test_cube_tasks.py`` prints its success rates)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from warpgym.franka_cube import OBS_DIM  # noqa: E402
 
 LIFT, PUSH, PICK_PLACE = "WarpGym/FrankaLift-v0", "WarpGym/FrankaPush-v0", "WarpGym/FrankaPickPlace-v0"
+STACK = "WarpGym/FrankaStack-v0"
 
 
 def scripted_grasp(num_envs: int = 64, seed: int = 0, press_on_top: bool = False, task: str = LIFT) -> dict:
     """Open hand over the cube (turned to the cube's yaw), down, close, then lift above the goal
-    height (Lift) or carry the cube to the goal and hold it there (PickPlace): a state machine on
+    height (Lift), carry the cube to the goal and hold it there (PickPlace), or carry it over the
+    other cube, lower it onto it, open and draw the hand back up (Stack): a state machine on
     the observation, acting through ``ee_yaw_delta`` actions and the gripper. ``press_on_top``: the
     hand closed throughout instead, so it comes down on the cube's top face and pushes on it.
     Returns the success rate, the sim-error count, and the share of envs the env reports
@@ -51,6 +53,11 @@ def scripted_grasp(num_envs: int = 64, seed: int = 0, press_on_top: bool = False
             grip_offset = ee - cube
         elif task == PICK_PLACE:
             target, grip = goal + grip_offset, -1.0
+        elif task == STACK:  # over the other cube 1.2-1.9 s, onto it -2.3, open -2.5, hand up
+            above = torch.tensor([0.0, 0.0, 0.03], device=sc.device) * (t < 1.9 - 1e-6)
+            target, grip = goal + grip_offset + above, 1.0 if t >= 2.3 - 1e-6 else -1.0
+            if t >= 2.5 - 1e-6:
+                target = torch.cat([ee[:, :2], goal[:, 2:] + 0.12], 1)
         else:
             target, grip = torch.cat([cube[:, :2], goal[:, 2:] + 0.04], 1), -1.0
         if press_on_top:
@@ -191,6 +198,76 @@ def test_pick_place_goals_fill_their_box_and_low_ones_lie_on_the_floor():
         gym.make_vec(PICK_PLACE, num_envs=1, rest_speed=-0.1)
 
 
+def test_stack_reward_terms_and_success_on_hand_built_states():
+    env = gym.make_vec(STACK, num_envs=5, device=sc.device, seed=0).unwrapped
+    w, cfg = env.cfg.reward, env.cfg
+    goal = torch.tensor([[0.5, 0.1, 0.075]], device=sc.device).repeat(5, 1)  # on a 5 cm cube at (0.5, 0.1)
+    # env 0: grasped, 5 cm above its place; env 1: placed, fingers still on it and closed; env 2:
+    # placed, released, still: a success; env 3: the same, still moving; env 4: released 2 cm
+    # off-centre (more than half its edge)
+    above, off = [0.5, 0.1, 0.125], [0.5, 0.1 + 0.5 * 0.05 + 0.002, 0.075]
+    cube = torch.tensor([above, goal[0].tolist(), goal[0].tolist(), goal[0].tolist(), off], device=sc.device)
+    grasped = torch.tensor([True, True, False, False, False], device=sc.device)
+    speed = torch.tensor([0.0, 0.0, 0.5 * cfg.static_speed, 2.0 * cfg.static_speed, 0.0], device=sc.device)
+    on_base = torch.tensor([False, True, True, True, True], device=sc.device)
+    touched = torch.tensor([True, True, False, False, False], device=sc.device)
+    wide = 0.05 + cfg.open_width + 0.002
+    opening = torch.tensor([0.04, 0.04, wide, wide, wide], device=sc.device)
+    s = _state(5, cube_pos=cube, ee=cube.clone(), goal=goal, grasped=grasped, cube_speed=speed)
+    s.update(on_base=on_base, touched=touched, opening=opening)
+    reward, success, out, info, _ = env.rewards(s, torch.zeros(5, dtype=torch.int32, device=sc.device))
+    assert success.tolist() == [False, False, True, False, False] and not out.any()
+    t = lambda x, std: 1 - math.tanh(x / std)  # noqa: E731
+    full = w.reach + w.grasp + w.place  # the carry's stages, paid in full once placed
+    released = full + w.release
+    expected = [
+        w.reach + w.grasp + w.place * t(0.05, w.place_std),
+        full + w.release * 0.5 * 0.04 / (0.05 + cfg.open_width) + w.still,
+        released + w.still * t(0.5 * cfg.static_speed, w.still_std) + w.success_bonus,
+        released + w.still * t(2.0 * cfg.static_speed, w.still_std),
+        w.reach + w.place * 0.0,  # not placed, not grasped: the reach stage alone
+    ]
+    torch.testing.assert_close(reward, torch.tensor(expected, device=sc.device))
+    torch.testing.assert_close(info["goal_distance"], torch.tensor([0.05, 0, 0, 0, 0.027], device=sc.device))
+
+
+def test_stack_resets_put_both_cubes_apart_on_the_floor_and_its_goal_on_the_other():
+    env = gym.make_vec(STACK, num_envs=512, device=sc.device, seed=0)
+    env.reset(seed=0)
+    u = env.unwrapped
+    cfg, r = u.cfg, u.cfg.randomization
+    a, b = u.cube.get_pos(), u.base_cube.get_pos()
+    gap = (a[:, :2] - b[:, :2]).norm(dim=1)
+    lo, hi = cfg.pair_distance
+    assert (
+        float(gap.min()) >= lo - 1e-5
+        and float(gap.max()) <= hi + 1e-5
+        and float(gap.max() - gap.min()) > 0.8 * (hi - lo)
+    )
+    middle = 0.5 * (a[:, :2] + b[:, :2])
+    for k in range(2):
+        assert cfg.cube.spawn_low[k] - 1e-6 <= float(middle[:, k].min())
+        assert float(middle[:, k].max()) <= cfg.cube.spawn_high[k] + 1e-6
+    size_a, size_b = u.cube.get_size()[:, 0], u.base_cube.get_size()[:, 0]
+    torch.testing.assert_close(u.cube_size, size_a)
+    torch.testing.assert_close(u.base_size, size_b)
+    for size in (size_a, size_b):
+        assert float(size.min()) >= r.cube_size[0] - 1e-6 and float(size.max()) <= r.cube_size[1] + 1e-6
+    assert float((size_a - size_b).abs().mean()) > 0.002  # drawn apart, not shared
+    torch.testing.assert_close(a[:, 2], 0.5 * size_a + 1e-4)
+    torch.testing.assert_close(b[:, 2], 0.5 * size_b + 1e-4)
+    goal = b + torch.stack([0 * size_a, 0 * size_a, 0.5 * (size_a + size_b)], 1)
+    torch.testing.assert_close(u.goal_pos, goal)
+    with pytest.raises(ValueError, match="env.pair_distance"):
+        gym.make_vec(STACK, num_envs=1, pair_distance=[0.2, 0.1])
+
+
+def test_scripted_controller_stacks_the_cube_in_most_envs():
+    out = scripted_grasp(task=STACK)
+    assert out["errors"] == 0
+    assert out["success_rate"] >= 0.8 and out["grasped_rate"] <= 0.05, out  # released at the end
+
+
 def _randomized(env):
     u = env.unwrapped
     arm = u.arm.entity
@@ -305,4 +382,5 @@ def test_closed_pads_pushing_on_the_cube_top_are_no_grasp():
 if __name__ == "__main__":
     print(scripted_grasp(256))
     print("pick-place:", scripted_grasp(256, task=PICK_PLACE))
+    print("stack:", scripted_grasp(256, task=STACK))
     print("pressing on top:", scripted_grasp(64, press_on_top=True))
