@@ -159,6 +159,7 @@ class Terms:
     on_base: bool  # stack: a contact between the cube and B bears force
     touched: bool  # stack: a finger touches the cube
     opening: float  # the fingers' opening (sum of both finger joints), m
+    command: float  # the gripper action of the step, 0 closed to 1 open (0 without a gripper)
 
 
 @wp.func
@@ -217,19 +218,20 @@ def stack_reward(k: CubeTask, t: Terms):
     info ``goal_distance``). Staged: reach the cube, grasp it, carry it to its place on B while
     grasped; once it is placed there (centred on B within half its edge, at its height on B
     within ``stack_tol``, in contact with B) the stages before pay their full weight and the
-    release pays: the fingers open and off the cube, the cube still."""
+    release pays: the gripper commanded open (the command, not the fingers' opening, which a held
+    cube blocks, so opening pays from the first step of it) and the fingers off the cube, the cube
+    still."""
     off = t.cube - t.goal
     d_goal = wp.length(off)
     centred = wp.length(wp.vec2(off[0], off[1])) <= 0.5 * t.size
     placed = centred and wp.abs(off[2]) <= k.stack_tol and t.on_base
-    opened = wp.clamp(t.opening / (t.size + k.open_width), 0.0, 1.0)
     clear = not t.touched and t.opening >= t.size + k.open_width
     success = placed and clear and t.speed <= k.static_speed
     g = wp.where(t.grasped, 1.0, 0.0)
     r = k.reach * closeness(wp.length(t.cube - t.ee), k.reach_std) + k.grasp * g
     r += k.place * g * closeness(d_goal, k.place_std)
     if placed:
-        r = k.reach + k.grasp + k.place + k.release * 0.5 * (opened + wp.where(t.touched, 0.0, 1.0))
+        r = k.reach + k.grasp + k.place + k.release * 0.5 * (t.command + wp.where(t.touched, 0.0, 1.0))
         r += k.still * closeness(t.speed, k.still_std)
     r += k.success_bonus * wp.where(success, 1.0, 0.0) + penalties(k.action_rate, k.joint_vel, t.rate, t.qd2)
     return r, success, t.hold, d_goal
@@ -309,6 +311,7 @@ def _terms(
     k: CubeTask,
     arm: ArmModel,
     s: StateView,
+    st: ArmState,
     c: ContactsView,
     e: int,
     ee: wp.vec3,
@@ -336,6 +339,9 @@ def _terms(
         t.on_base = contacts[0] == 1
         t.touched = contacts[1] == 1
     t.opening = s.qpos[e, arm.q0 + 7] + s.qpos[e, arm.q0 + 8]
+    t.command = 0.0
+    if arm.gripper != 0:
+        t.command = 0.5 * (st.last_action[e, st.last_action.shape[1] - 1] + 1.0)
     return t
 
 
@@ -530,7 +536,7 @@ def cube_kernel(
         clean_row(obs_out, e, error)
         if phase == PASS_OBSERVE:
             continue
-        t = _terms(k, arm, s, c, e, ee, goal[e], size[e], rate, qd2, hold[e])
+        t = _terms(k, arm, s, st, c, e, ee, goal[e], size[e], rate, qd2, hold[e])
         reward, success, held, info = _task_reward(k, t)
         terminated = out_of_workspace(k, t.cube)
         if k.task == STACK:
@@ -563,6 +569,7 @@ def cube_rewards_kernel(
     on_base: wp.array(dtype=wp.bool),
     touched: wp.array(dtype=wp.bool),
     opening: wp.array(dtype=wp.float32),
+    command: wp.array(dtype=wp.float32),
     # Out:
     reward_out: wp.array(dtype=wp.float32),
     success_out: wp.array(dtype=wp.bool),
@@ -585,6 +592,7 @@ def cube_rewards_kernel(
     t.on_base = on_base[e]
     t.touched = touched[e]
     t.opening = opening[e]
+    t.command = command[e]
     reward, success, held, info = _task_reward(k, t)
     reward_out[e] = reward
     success_out[e] = success

@@ -1,5 +1,5 @@
-"""``WarpGym/FrankaLift-v0``, ``WarpGym/FrankaPush-v0`` and ``WarpGym/FrankaPickPlace-v0``: a cube on
-the floor in front of the arm.
+"""``WarpGym/FrankaLift-v0``, ``WarpGym/FrankaPush-v0``, ``WarpGym/FrankaPickPlace-v0`` and
+``WarpGym/FrankaStack-v0``: a cube on the floor in front of the arm (Stack: two).
 
 - **Lift**: grasp the cube and lift it so that its centre is at least at the goal height (a point
   drawn above the cube's start; only its height counts). Success: the cube has been at or above the
@@ -10,8 +10,13 @@ the floor in front of the arm.
   start (a goal drawn below the cube's resting height lies on the floor). Success, as ManiSkill3's
   PickCube defines it: the cube's centre within ``goal_radius`` of the goal and the arm at rest, its
   seven joint speeds ``|qd|`` (2-norm) at most ``rest_speed``.
+- **Stack**: grasp the (red) cube and stack it on the other (blue) one, ``B``, then let go of it.
+  The goal is where the cube's centre rests centred on B, following B. Success: the cube centred
+  on B within half its edge, at its height on B within ``stack_tol``, in contact with B, its
+  speed at most ``static_speed``, and the fingers off it and open at least its edge plus
+  ``open_width``.
 
-Episodes end by the time limit (truncation) or when the cube leaves the workspace (termination); a
+Episodes end by the time limit (truncation) or when a cube leaves the workspace (termination); a
 success does not end them, so the success an episode reports is that of its last step, and the
 shaped rewards (all >= 0 but the small penalties) never pay for dawdling short of the goal.
 
@@ -30,13 +35,13 @@ slice   size  content
 34:37   3     cube minus end-effector position, m
 37:40   3     cube velocity relative to the end effector, m/s
 40:43   3     cube angular velocity, rad/s
-43:46   3     goal position, m
+43:46   3     goal position (stack: the cube's place on B), m
 46:49   3     goal minus cube position, m
 49:     A     the last action
 ======  ====  ==================================================================
 
 Rewards per control step, weights in ``configs/franka_lift.toml`` / ``franka_push.toml`` /
-``franka_pick_place.toml`` (``d`` distances in m, ``t(x, s) = 1 - tanh(x / s)``)::
+``franka_pick_place.toml`` / ``franka_stack.toml`` (``d`` distances in m, ``t(x, s) = 1 - tanh(x / s)``)::
 
     lift: reach * t(d_ee_cube, reach_std) + grasp * grasped + lift * grasped * progress
           + success_bonus * success + action_rate * |a - a_prev|^2 + joint_vel * |qd|^2
@@ -44,6 +49,11 @@ Rewards per control step, weights in ``configs/franka_lift.toml`` / ``franka_pus
           + success_bonus * success + action_rate * |a - a_prev|^2 + joint_vel * |qd|^2
     pick-place: reach * t(d_ee_cube, reach_std) + grasp * grasped
           + place * grasped * t(d_cube_goal, place_std) + rest * placed * t(|qd|, rest_std)
+          + success_bonus * success + action_rate * |a - a_prev|^2 + joint_vel * |qd|^2
+    stack: not placed: reach * t(d_ee_cube, reach_std) + grasp * grasped
+                       + place * grasped * t(d_cube_goal, place_std)
+           placed: reach + grasp + place + release * (gripper command + not touched) / 2
+                   + still * t(|v_cube|, still_std)
           + success_bonus * success + action_rate * |a - a_prev|^2 + joint_vel * |qd|^2
 
 ``grasped``: both finger pads squeeze the cube toward each other (each pad's contact force on it at
@@ -53,14 +63,18 @@ pads pressing down on its top do not count).
 policy paid up to the goal height alone hovers right at it, and a millimetre of sag fails it).
 ``d_ee_behind``: from the end effector to the point just behind the cube on the side away from the
 goal, at its height.
-``placed``: the cube's centre within ``goal_radius`` of the goal.
+``placed``: pick-place, the cube's centre within ``goal_radius`` of the goal; stack, the cube on B
+as its success needs (centred, at its height, in contact). ``gripper command``: the step's gripper
+action from 0 (closed) to 1 (open); the command, not the fingers' opening, which a held cube blocks.
+``touched``: a finger touches the cube.
 
 Domain randomization (``[env.randomization]``), drawn per env at every reset through per-env model
-parameters: cube mass, edge length and friction, joint damping (scale of the model's), PD gains
-(scale of the model's kp and kv). Observation noise per step: ``[env.obs_noise]``.
+parameters: cube mass, edge length and friction (each cube's own in Stack), joint damping (scale of
+the model's), PD gains (scale of the model's kp and kv). Observation noise per step:
+``[env.obs_noise]``.
 
 ``cube_kernels.py`` computes all of it per env on the device (the rewards' forms: ``lift_reward``,
-``push_reward``).
+``push_reward``, ``pick_place_reward``, ``stack_reward``).
 """
 
 from __future__ import annotations
@@ -277,9 +291,10 @@ class _CubeTaskEnv(FrankaTaskEnv):
         """``(reward, success, out_of_workspace, info, hold)`` of the task's reward for given state
         terms ``s``, each ``(n, ...)``: ``ee``, ``cube_pos``, ``goal`` (3, m), ``cube_size`` (m),
         ``grasped`` (bool), ``action_rate``, ``joint_vel_sq``, and for Stack ``cube_speed`` (m/s),
-        ``on_base`` and ``touched`` (bool), ``opening`` (m) (``cube_kernels.Terms``; 0 / False when
-        absent); ``hold`` (int32): consecutive steps above the goal before this one (lift), returned
-        updated. The same ``@wp.func`` as the step's; pure: no env state changes."""
+        ``on_base`` and ``touched`` (bool), ``opening`` (m), ``gripper_command`` (0 closed to 1 open)
+        (``cube_kernels.Terms``; 0 / False when absent); ``hold`` (int32): consecutive steps above the
+        goal before this one (lift), returned updated. The same ``@wp.func`` as the step's; pure: no
+        env state changes."""
         n, dev = hold.shape[0], self.device
         f32 = lambda key: s[key].to(device=dev, dtype=torch.float32).contiguous()  # noqa: E731
         vec = lambda key: wp.from_torch(f32(key), dtype=wp.vec3)  # noqa: E731
@@ -294,7 +309,8 @@ class _CubeTaskEnv(FrankaTaskEnv):
         inputs += [wp.from_torch(f32("cube_speed") if "cube_speed" in s else zeros)]
         for key in ("on_base", "touched"):
             inputs += [wp.from_torch(s[key].to(dev).contiguous() if key in s else no, dtype=wp.bool)]
-        inputs += [wp.from_torch(f32("opening") if "opening" in s else zeros)]
+        for key in ("opening", "gripper_command"):
+            inputs += [wp.from_torch(f32(key) if key in s else zeros)]
         outputs = [wp.from_torch(t, dtype=wp.bool) if t.dtype == torch.bool else wp.from_torch(t) for t in out]
         wp.launch(
             cube_rewards_kernel,

@@ -214,7 +214,8 @@ def test_stack_reward_terms_and_success_on_hand_built_states():
     wide = 0.05 + cfg.open_width + 0.002
     opening = torch.tensor([0.04, 0.04, wide, wide, wide], device=sc.device)
     s = _state(5, cube_pos=cube, ee=cube.clone(), goal=goal, grasped=grasped, cube_speed=speed)
-    s.update(on_base=on_base, touched=touched, opening=opening)
+    command = torch.tensor([0.0, 0.25, 1.0, 1.0, 1.0], device=sc.device)  # the gripper action, 0 closed
+    s.update(on_base=on_base, touched=touched, opening=opening, gripper_command=command)
     reward, success, out, info, _ = env.rewards(s, torch.zeros(5, dtype=torch.int32, device=sc.device))
     assert success.tolist() == [False, False, True, False, False] and not out.any()
     t = lambda x, std: 1 - math.tanh(x / std)  # noqa: E731
@@ -222,7 +223,7 @@ def test_stack_reward_terms_and_success_on_hand_built_states():
     released = full + w.release
     expected = [
         w.reach + w.grasp + w.place * t(0.05, w.place_std),
-        full + w.release * 0.5 * 0.04 / (0.05 + cfg.open_width) + w.still,
+        full + w.release * 0.5 * 0.25 + w.still,
         released + w.still * t(0.5 * cfg.static_speed, w.still_std) + w.success_bonus,
         released + w.still * t(2.0 * cfg.static_speed, w.still_std),
         w.reach + w.place * 0.0,  # not placed, not grasped: the reach stage alone
