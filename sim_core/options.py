@@ -35,7 +35,7 @@ class SimOptions:
         if int(self.substeps) != self.substeps or self.substeps < 1:
             raise InvalidValueError(f"substeps: expected an integer >= 1, got {self.substeps!r}")
         n = self.cpu_threads
-        if n is not None and (isinstance(n, bool) or int(n) != n or n < 1):
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int | float) or int(n) != n or n < 1):
             raise InvalidValueError(f"cpu_threads: expected None or an integer >= 1, got {n!r}")
         object.__setattr__(self, "cpu_threads", None if n is None else int(n))
         g = tuple(float(x) for x in self.gravity)

@@ -255,7 +255,7 @@ def test_bad_input_raises_and_leaves_state_unchanged(case):
         assert torch.equal(before[k], after[k]), k
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True])
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
 def test_cpu_threads_must_be_a_positive_integer(bad):
     with pytest.raises(sc.InvalidValueError, match="cpu_threads"):
         sc.SimOptions(cpu_threads=bad)
