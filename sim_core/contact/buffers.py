@@ -123,8 +123,9 @@ def make_contact_data(
     the active-set system, the rows' targets, the velocities being corrected) is one env's worth
     on the CPU, where Warp runs a kernel's threads one after another: every env's solve then works
     in the same ~25 KB, which stays in cache (1024 envs' own scratch, ~25 MB, would not). The
-    arrays keep their ``(nworld, ...)`` shape there with a stride of 0 over envs. On a GPU, where
-    threads run at once, each env has its own."""
+    arrays keep their ``(nworld, ...)`` shape there with a stride of 0 over envs; a launch shared
+    among host threads gives each further thread scratch of its own (``with_own_scratch``). On a
+    GPU, where threads run at once, each env has its own."""
     rows = max_contacts + nlim
     z = lambda shape, dtype=wp.float32: wp.zeros(shape, dtype=dtype, device=device)  # noqa: E731
     cd = ContactData()
