@@ -31,7 +31,7 @@ __all__ = [
     "record_envs",
 ]
 
-ENVS_PER_THREAD = 64  # envs a launch thread of an env kernel runs in turn on the CPU (see ``record``)
+ENVS_PER_THREAD = 64  # envs a launch thread of the step and the task kernels runs in turn on the CPU
 
 
 @wp.struct
@@ -121,12 +121,14 @@ def record_envs(
     return record(make, -(-n_envs // per_thread), threads, device)
 
 
-_pool: ThreadPoolExecutor | None = None
+_pool: ThreadPoolExecutor | None = None  # the worker threads, shared by every SharedLaunch
+_pool_size = 0
 
 
 def _ensure_pool(workers: int) -> None:
-    global _pool
-    if _pool is None or _pool._max_workers < workers:
+    """At least ``workers`` worker threads (launches finish before they return, so none is in flight)."""
+    global _pool, _pool_size
+    if workers > _pool_size:
         if _pool is not None:
             _pool.shutdown(wait=True)
-        _pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sim_core_cpu")
+        _pool, _pool_size = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sim_core_cpu"), workers

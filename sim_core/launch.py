@@ -22,7 +22,7 @@ from .adaptive_split import INLINE_REDO
 from .contact import buffers
 from .engine import actuation
 from .engine.tree import Tree
-from .step import ENVS_PER_THREAD, generate_source
+from .step import generate_source
 from .types import Data
 
 __all__ = [
@@ -121,11 +121,11 @@ def _record(
 ) -> host_threads.SharedLaunch:
     """One recorded launch of the step kernel: the step's first pass (``split_pass`` -1, or
     ``INLINE_REDO`` with its redo; ``detect`` -1), the redo (``split_pass == REDO``) or a detection
-    pass. The first pass and detection pass 0 step ``ENVS_PER_THREAD`` envs per thread on the CPU,
+    pass. The first pass and detection pass 0 step ``host_threads.ENVS_PER_THREAD`` envs per thread on the CPU,
     whose threads are shared among ``threads`` host threads (``host_threads.py``)."""
     split = split_args.inputs(split_pass, detect) if contact_args else []
     n = d.qpos.shape[0]
-    per_thread = ENVS_PER_THREAD if d.qpos.device.is_cpu and split_pass in (-1, INLINE_REDO) else 1
+    per_thread = host_threads.ENVS_PER_THREAD if d.qpos.device.is_cpu and split_pass in (-1, INLINE_REDO) else 1
 
     def share(tid0: int, stride: int, dim: int) -> wp.Launch:
         ca = contact_args
