@@ -16,6 +16,7 @@ import gymnasium as gym
 from .checker import check_vector_env
 from .config import ConfigError
 from .franka_cube import FrankaLiftEnv, FrankaPickPlaceEnv, FrankaPushEnv, FrankaStackEnv
+from .franka_drawer import FrankaOpenDrawerEnv
 from .franka_reach import FrankaReachEnv
 from .single import SingleEnv
 from .vector_env import WarpVectorEnv
@@ -27,6 +28,7 @@ __all__ = [
     "FrankaPushEnv",
     "FrankaPickPlaceEnv",
     "FrankaStackEnv",
+    "FrankaOpenDrawerEnv",
     "SingleEnv",
     "check_vector_env",
     "ConfigError",
@@ -40,6 +42,7 @@ TASKS = {
     "WarpGym/FrankaPush-v0": "warpgym.franka_cube:FrankaPushEnv",
     "WarpGym/FrankaPickPlace-v0": "warpgym.franka_cube:FrankaPickPlaceEnv",
     "WarpGym/FrankaStack-v0": "warpgym.franka_cube:FrankaStackEnv",
+    "WarpGym/FrankaOpenDrawer-v0": "warpgym.franka_drawer:FrankaOpenDrawerEnv",
 }
 CONFIGS = {  # task id -> config file in configs/
     "WarpGym/FrankaReach-v0": "franka_reach",
@@ -47,6 +50,7 @@ CONFIGS = {  # task id -> config file in configs/
     "WarpGym/FrankaPush-v0": "franka_push",
     "WarpGym/FrankaPickPlace-v0": "franka_pick_place",
     "WarpGym/FrankaStack-v0": "franka_stack",
+    "WarpGym/FrankaOpenDrawer-v0": "franka_open_drawer",
 }
 
 for _id, _entry in TASKS.items():

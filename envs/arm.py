@@ -1,5 +1,6 @@
 """The Franka arm in Warp: end-effector point and Jacobian, the action kernel (differential IK),
-the arm's reset and the joint part of the observations, shared by every task's kernels.
+the arm's reset, the joint part of the observations and the finger pads' grasp test, shared by
+every task's kernels.
 
 Action modes (``franka.py`` documents them): ``JOINT_DELTA`` moves the 7 joint targets directly;
 ``EE_DELTA`` and ``EE_YAW_DELTA`` turn an end-effector displacement (and for the latter the hand's
@@ -9,11 +10,13 @@ yaw, the hand held pointing down) into joint target displacements by damped leas
 
 from __future__ import annotations
 
+import math
+
 import warp as wp
 
 from sim_core.host_threads import Share, first_env
 from sim_core.types import CtrlMode
-from sim_core.views import StateView, quat_of
+from sim_core.views import ContactsView, StateView, quat_of
 
 from .episode import noise
 from .ik import dls, mat67, vec6
@@ -34,6 +37,7 @@ __all__ = [
     "observe_action",
     "reset_arm",
     "penalties",
+    "pads_squeeze",
 ]
 
 N_ARM = 7  # arm joints (hinges); two finger slides follow
@@ -42,6 +46,8 @@ EE_DELTA = wp.constant(1)
 EE_YAW_DELTA = wp.constant(2)
 _POSITION = wp.constant(int(CtrlMode.POSITION))
 _HALF_PI = wp.constant(1.5707963267948966)
+GRASP_FORCE = wp.constant(0.5)  # N: a pad squeezes an object at least this hard along the closing direction
+GRASP_COS = wp.constant(math.cos(math.radians(60.0)))  # ... and its force on it is within 60 deg of it
 
 
 @wp.struct
@@ -65,6 +71,7 @@ class ArmModel:
     joint_delta_scale: float  # rad per control step at |a| = 1
     ee_delta_scale: float  # m per control step at |a| = 1
     yaw_delta_scale: float  # rad per control step at |a| = 1
+    yaw_offset: float  # EE_YAW_DELTA: the hand's yaw at a yaw target of 0, rad
     rot_gain: float  # share of the hand's orientation error corrected per control step
     ik_damping: float  # damped least squares lambda
     ee_z_min: float  # no end-effector displacement ends below this, m (-inf: no floor)
@@ -145,7 +152,7 @@ def _ee_displacement(
     if arm.mode == EE_YAW_DELTA:
         yaw = wp.clamp(st.yaw_target[env] + arm.yaw_delta_scale * a[3], -_HALF_PI, _HALF_PI)
         st.yaw_target[env] = yaw
-        h = 0.5 * yaw
+        h = 0.5 * (yaw + arm.yaw_offset)
         target = wp.quat(0.0, 0.0, wp.sin(h), wp.cos(h)) * wp.quat(1.0, 0.0, 0.0, 0.0)  # yaw of hand-down
         err = target * wp.quat_inverse(hand_quat(arm, s, env))
         rot = 2.0 * arm.rot_gain * _sign(err[3]) * wp.vec3(err[0], err[1], err[2])  # small-angle vector
@@ -264,3 +271,47 @@ def observe_action(st: ArmState, env: int, obs: wp.array2d(dtype=wp.float32), co
 def penalties(action_rate_weight: float, joint_vel_weight: float, rate: float, qd2: float) -> float:
     """The arm's penalty terms of every task's reward: ``action_rate * |a - a_prev|^2 + joint_vel * |qd|^2``."""
     return action_rate_weight * rate + joint_vel_weight * qd2
+
+
+@wp.func
+def _squeezes(force: wp.vec3, closing: wp.vec3, sign: float) -> bool:
+    along = sign * wp.dot(force, closing)
+    return along >= GRASP_FORCE and along >= GRASP_COS * wp.length(force)
+
+
+@wp.func
+def pads_squeeze(
+    s: StateView,
+    c: ContactsView,
+    e: int,
+    left_finger: int,
+    right_finger: int,
+    pad_finger: wp.array(dtype=wp.int32),
+    geom: int,
+) -> bool:
+    """Each finger pad squeezes ``geom`` toward the other finger (the last substep's contact
+    forces): the pad's summed force on it is at least ``GRASP_FORCE`` along the closing direction
+    (from the ``left_finger`` body to the ``right_finger`` body) and within 60 degrees of it, so
+    pads pressing on its top do not count. ``pad_finger`` ``(ngeom,)``: 0 for a geom of the left
+    finger, 1 of the right, -1 of neither."""
+    closing = s.xpos[e, right_finger] - s.xpos[e, left_finger]
+    closing = closing / wp.max(wp.length(closing), 1.0e-6)
+    left = wp.vec3(0.0)
+    right = wp.vec3(0.0)
+    for i in range(c.count[e]):
+        g = c.geom[e, i]
+        side = float(0.0)  # +1 / -1: the object is geom b / a (the force is on b)
+        other = int(-1)
+        if g[1] == geom:
+            side = 1.0
+            other = g[0]
+        elif g[0] == geom:
+            side = -1.0
+            other = g[1]
+        if other >= 0:
+            on_it = side * c.force[e, i][0] * c.normal[e, i]
+            if pad_finger[other] == 0:
+                left += on_it
+            elif pad_finger[other] == 1:
+                right += on_it
+    return _squeezes(left, closing, 1.0) and _squeezes(right, closing, -1.0)

@@ -8,8 +8,6 @@ Stack adds a second cube (the base ``B``): the goal is then where the cube sits 
 
 from __future__ import annotations
 
-import math
-
 import warp as wp
 
 from sim_core.host_threads import Share, first_env
@@ -23,6 +21,7 @@ from .arm import (
     hand_quat,
     observe_action,
     observe_joints,
+    pads_squeeze,
     penalties,
     reset_arm,
 )
@@ -58,6 +57,9 @@ __all__ = [
     "push_reward",
     "pick_place_reward",
     "stack_reward",
+    "closeness",
+    "put3",
+    "draw_in",
 ]
 
 LIFT = wp.constant(0)
@@ -65,10 +67,6 @@ PUSH = wp.constant(1)
 PICK_PLACE = wp.constant(2)
 STACK = wp.constant(3)
 OBS_DIM = 49  # without the last action
-GRASP_FORCE = wp.constant(
-    0.5
-)  # N: a finger pad squeezes the cube at least this hard along the closing direction
-GRASP_COS = wp.constant(math.cos(math.radians(60.0)))  # ... and its force on the cube is within 60 deg of it
 _REST_GAP = wp.constant(1.0e-4)  # m: a reset puts the cube this far above the floor
 
 
@@ -257,37 +255,9 @@ def out_of_workspace(k: CubeTask, cube: wp.vec3) -> bool:
 
 
 @wp.func
-def _squeezes(force: wp.vec3, closing: wp.vec3, sign: float) -> bool:
-    along = sign * wp.dot(force, closing)
-    return along >= GRASP_FORCE and along >= GRASP_COS * wp.length(force)
-
-
-@wp.func
 def grasped(k: CubeTask, s: StateView, c: ContactsView, e: int) -> bool:
-    """Each finger pad squeezes the cube toward the other finger (the last substep's contact
-    forces): the pad's summed force on the cube is at least ``GRASP_FORCE`` along the closing
-    direction and within 60 degrees of it. Pads pressing on the cube's top face do not count."""
-    closing = s.xpos[e, k.right_finger] - s.xpos[e, k.left_finger]
-    closing = closing / wp.max(wp.length(closing), 1.0e-6)
-    left = wp.vec3(0.0)
-    right = wp.vec3(0.0)
-    for i in range(c.count[e]):
-        g = c.geom[e, i]
-        side = float(0.0)  # +1 / -1: the cube is geom b / a (the force is on b)
-        other = int(-1)
-        if g[1] == k.geom:
-            side = 1.0
-            other = g[0]
-        elif g[0] == k.geom:
-            side = -1.0
-            other = g[1]
-        if other >= 0:
-            on_cube = side * c.force[e, i][0] * c.normal[e, i]
-            if k.pad_finger[other] == 0:
-                left += on_cube
-            elif k.pad_finger[other] == 1:
-                right += on_cube
-    return _squeezes(left, closing, 1.0) and _squeezes(right, closing, -1.0)
+    """Both finger pads squeeze the cube (``arm.pads_squeeze``)."""
+    return pads_squeeze(s, c, e, k.left_finger, k.right_finger, k.pad_finger, k.geom)
 
 
 @wp.func
@@ -352,7 +322,8 @@ def stack_goal(k: CubeTask, s: StateView, e: int, size: float, size_b: float) ->
 
 
 @wp.func
-def _put(obs: wp.array2d(dtype=wp.float32), e: int, col: int, v: wp.vec3):
+def put3(obs: wp.array2d(dtype=wp.float32), e: int, col: int, v: wp.vec3):
+    """``obs[e, col:col + 3] = v``."""
     for j in range(3):
         obs[e, col + j] = v[j]
 
@@ -384,17 +355,17 @@ def _observe_cube(
     vel = wp.vec3(s.qvel[e, k.d0], s.qvel[e, k.d0 + 1], s.qvel[e, k.d0 + 2])
     ang = wp.vec3(s.qvel[e, k.d0 + 3], s.qvel[e, k.d0 + 4], s.qvel[e, k.d0 + 5])  # body frame
     x_axis, z_axis = wp.vec3(1.0, 0.0, 0.0), wp.vec3(0.0, 0.0, 1.0)
-    _put(obs, e, 16, ee)
-    _put(obs, e, 19, wp.quat_rotate(hq, x_axis))
-    _put(obs, e, 22, wp.quat_rotate(hq, z_axis))
-    _put(obs, e, 25, seen)
-    _put(obs, e, 28, wp.quat_rotate(cq, x_axis))
-    _put(obs, e, 31, wp.quat_rotate(cq, z_axis))
-    _put(obs, e, 34, seen - ee)
-    _put(obs, e, 37, vel - ee_velocity(arm, s, e, ee))
-    _put(obs, e, 40, wp.quat_rotate(cq, ang))
-    _put(obs, e, 43, goal)
-    _put(obs, e, 46, goal - seen)
+    put3(obs, e, 16, ee)
+    put3(obs, e, 19, wp.quat_rotate(hq, x_axis))
+    put3(obs, e, 22, wp.quat_rotate(hq, z_axis))
+    put3(obs, e, 25, seen)
+    put3(obs, e, 28, wp.quat_rotate(cq, x_axis))
+    put3(obs, e, 31, wp.quat_rotate(cq, z_axis))
+    put3(obs, e, 34, seen - ee)
+    put3(obs, e, 37, vel - ee_velocity(arm, s, e, ee))
+    put3(obs, e, 40, wp.quat_rotate(cq, ang))
+    put3(obs, e, 43, goal)
+    put3(obs, e, 46, goal - seen)
     return observe_action(st, e, obs, OBS_DIM)
 
 
@@ -432,7 +403,7 @@ def _place_cube(
 
 
 @wp.func
-def _draw(r: wp.vec2, h: wp.uint32, i: int) -> float:
+def draw_in(r: wp.vec2, h: wp.uint32, i: int) -> float:
     """Uniform in ``[r[0], r[1]]`` from draw ``i`` of the stream ``h``."""
     return r[0] + (r[1] - r[0]) * uniform(h, i)
 
@@ -459,11 +430,11 @@ def _reset_cube(
     h = begin_episode(ep, e)
     s = r.state
     reset_arm(arm, s, st, e, h)
-    mass = _draw(k.mass_range, h, 13)
-    edge = _draw(k.size_range, h, 14)
-    friction = _draw(k.friction_range, h, 15)
-    damping = _draw(k.damping_range, h, 16)
-    gains = _draw(k.gain_range, h, 17)
+    mass = draw_in(k.mass_range, h, 13)
+    edge = draw_in(k.size_range, h, 14)
+    friction = draw_in(k.friction_range, h, 15)
+    damping = draw_in(k.damping_range, h, 16)
+    gains = draw_in(k.gain_range, h, 17)
     for i in range(9):
         p.dof_damping[e, arm.d0 + i] = k.damping0[i] * damping
         p.dof_kp[e, arm.d0 + i] = k.kp0[i] * gains
@@ -476,10 +447,10 @@ def _reset_cube(
         angle = 2.0 * wp.pi * uniform(h, 10)
         half = 0.5 * (k.pair_low + (k.pair_high - k.pair_low) * uniform(h, 11))
         away = wp.vec2(wp.cos(angle), wp.sin(angle)) * half
-        edge_b = _draw(k.size_range, h, 19)
+        edge_b = draw_in(k.size_range, h, 19)
         size_b[e] = edge_b
         yaw_b = k.yaw_range * (2.0 * uniform(h, 12) - 1.0)
-        mass_b, friction_b = _draw(k.mass_range, h, 18), _draw(k.friction_range, h, 20)
+        mass_b, friction_b = draw_in(k.mass_range, h, 18), draw_in(k.friction_range, h, 20)
         _place_cube(k, s, p, e, k.q0, k.d0, k.geom, k.slot, xy + away, yaw, mass, edge, friction)
         _place_cube(k, s, p, e, k.q1, k.d1, k.geom_b, k.slot_b, xy - away, yaw_b, mass_b, edge_b, friction_b)
         goal[e] = stack_goal(k, s, e, edge, edge_b)

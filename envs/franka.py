@@ -7,7 +7,8 @@ Dofs 0-6 are the arm joints (rad), 7-8 the finger slides (m). Actions move the a
 - ``"ee_delta"``: 3 numbers; the end effector's target moves by ``ee_delta_scale * a`` m, turned into
   joint target displacements by damped least squares on the position Jacobian at the current state.
 - ``"ee_yaw_delta"``: 4 numbers; as ``ee_delta`` for the first three, while the hand is held pointing
-  down at a yaw that the fourth moves by ``yaw_delta_scale * a`` rad (within +-pi/2): damped least
+  down at a yaw that the fourth moves by ``yaw_delta_scale * a`` rad (within +-pi/2 of
+  ``yaw_offset``, where each episode starts): damped least
   squares on the full 6-D Jacobian, the orientation error fed back with gain ``rot_gain`` per step.
 
 In both end-effector modes a displacement never takes the end effector below ``ee_z_min`` (if set).
@@ -66,6 +67,7 @@ class ArmConfig:
     ee_offset: tuple[float, float, float]  # end-effector point in the hand frame, m
     yaw_delta_scale: float = 0.1  # ee_yaw_delta: hand yaw change per control step at |a| = 1, rad
     rot_gain: float = 0.2  # ee_yaw_delta: share of the orientation error corrected per control step
+    yaw_offset: float = 0.0  # ee_yaw_delta: the hand's yaw at a yaw target of 0 (its reset), rad
     gripper: bool = False  # one more action dimension commands the fingers
     ee_z_min: float | None = None  # ee modes: no displacement takes the end effector below this, m
     gravcomp: float = 0.0  # share of the arm's gravity its controller compensates (MuJoCo's gravcomp)
@@ -113,6 +115,7 @@ class FrankaArm:
         k.mode, k.gripper = _MODE_IDS[self.control_mode], int(cfg.gripper)
         k.joint_delta_scale, k.ee_delta_scale = cfg.joint_delta_scale, cfg.ee_delta_scale
         k.yaw_delta_scale, k.rot_gain, k.ik_damping = cfg.yaw_delta_scale, cfg.rot_gain, cfg.ik_damping
+        k.yaw_offset = cfg.yaw_offset
         k.ee_z_min = -np.inf if cfg.ee_z_min is None else cfg.ee_z_min
         self.model = k
         # per-env controller state, updated in place by the kernels
