@@ -9,7 +9,7 @@ import torch
 import warp as wp
 
 from . import _select, host_threads, io, launch, state, views
-from .contact import buffers, narrow_phase, pairs
+from .contact import buffers, geometry, pairs
 from .contact.frame import contact_frame
 from .engine import integrator
 from .engine.tree import Tree
@@ -124,10 +124,10 @@ class RigidSolver:
             self.max_contacts = min(sum(pairs.MOST_CONTACTS[k] for k in types), 64)
         else:
             self.max_contacts = int(ro.max_contacts)
-        slots = narrow_phase.make_slots(self.nworld, self.max_contacts, self.wp_device)
+        slots = geometry.make_slots(self.nworld, self.max_contacts, self.wp_device)
         cd = buffers.make_contact_data(
             slots,
-            narrow_phase.make_slots(self.nworld, self.max_contacts, self.wp_device),
+            geometry.make_slots(self.nworld, self.max_contacts, self.wp_device),
             self.nworld,
             self.max_contacts,
             len(self.tree.limited_dofs()),

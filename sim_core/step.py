@@ -68,7 +68,8 @@ _CONTROL_ARGS = (
 _POSE_OUT = "xpos_out: wp.array2d(dtype=wp.vec3), xquat_out: wp.array2d(dtype=wp.vec4)"
 _CONTACT_IMPORTS = """\
 from sim_core.contact.buffers import ContactData, ContactModel
-from sim_core.contact.narrow_phase import copy_contacts, deepest, narrow_phase, pair_apart
+from sim_core.contact.geometry import copy_contacts, deepest
+from sim_core.contact.narrow_phase import narrow_phase, pair_apart
 from sim_core.contact.pairs import Geoms
 from sim_core.contact.solver import specialize
 from sim_core.contact.warm_start import forget_contacts, scale_warm_start

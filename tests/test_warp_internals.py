@@ -34,7 +34,7 @@ import warp as wp
 import sim_core as sc
 from sim_core import step
 from sim_core.contact import buffers, solver
-from sim_core.contact.narrow_phase import ContactSlots
+from sim_core.contact.geometry import ContactSlots
 
 
 def _device() -> str:

@@ -4,7 +4,8 @@ Every substep of the generated step kernel (``sim_core/step.py``) runs this pipe
 
 1. ``pairs``: the candidate pairs, chosen once at build time by MuJoCo's filter (host tables).
 2. ``emit_pairs``: each pair written out for the model, calling ``narrow_phase.pair_apart`` and
-   ``narrow_phase.narrow_phase`` (the contacts of two primitive geoms) into ``ContactSlots``.
+   ``narrow_phase.narrow_phase`` (the contacts of two primitive geoms; box pairs in ``box_box``)
+   into ``geometry.ContactSlots``.
 3. ``rows``: per contact, the generated Jacobian rows, ``A^-1 J^T`` and the 3x3 block of ``W``.
 4. ``solver``: the normal, friction and joint-limit impulses (``solve_contacts``), with the dense
    factor of the active normal rows in ``ldl``, MuJoCo's soft-constraint ``impedance`` and the
@@ -15,8 +16,8 @@ Outside the step, ``frame`` gives the API the solver's contact frame (world-fram
 ``rigid_solver.contacts.detected_*`` (``sim_core/state.py``) show what the detection found, which
 ``tests/test_collision.py`` checks against MuJoCo's ``mj_collision``.
 
-Imports go one way: ``pairs`` <- ``narrow_phase`` <- ``buffers`` <- (``ldl``, ``impedance``,
-``warm_start``) <- ``solver`` <- ``frame``, and ``pairs`` <-
-the emitters (``emit_pairs``, ``rows``); outside the package, only ``sim_core.engine`` (the emitter,
+Imports go one way: ``geometry`` <- ``box_box`` <- ``narrow_phase`` (which also reads ``pairs``);
+``geometry`` <- ``buffers`` <- (``ldl``, ``impedance``, ``warm_start``) <- ``solver`` <- ``frame``;
+``pairs`` <- the emitters (``emit_pairs``, ``rows``); outside the package, only ``sim_core.engine`` (the emitter,
 the model's structure, the factor's layout) and ``sim_core.types``.
 """

@@ -8,7 +8,7 @@ import warp as wp
 
 from ..engine import integrator
 from ..engine.tree import Tree
-from .narrow_phase import ContactSlots
+from .geometry import ContactSlots
 
 __all__ = [
     "ContactModel",

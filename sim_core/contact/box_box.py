@@ -1,0 +1,330 @@
+"""Box-box contacts: the separating-axis test and the face contacts' manifold (``box_box``), in
+MuJoCo's conventions (``narrow_phase.py``)."""
+
+from __future__ import annotations
+
+import warp as wp
+
+from .geometry import ContactSlots, closest_in_box, emit, segments_closest_t
+
+wp.set_module_options({"enable_backward": False, "optimization_level": 3})
+
+__all__ = ["box_box", "col"]
+
+
+_mat43 = wp.types.matrix(shape=(4, 3), dtype=wp.float32)
+
+
+@wp.struct
+class _Manifold:
+    """Up to five contact points of a face contact: the deepest point, and the extreme points along
+    the reference face's diagonals (so a square contact keeps its four corners), with depths."""
+
+    pos: _mat43
+    depth: wp.vec4
+    score: wp.vec4
+    deep_pos: wp.vec3
+    deep: float
+
+
+@wp.func
+def _manifold_add(mf: _Manifold, p: wp.vec3, pu: float, pv: float, depth: float, margin: float) -> _Manifold:
+    out = mf
+    if depth < margin:
+        s = wp.vec4(pu + pv, pu - pv, -pu + pv, -pu - pv)
+        for k in range(4):
+            if s[k] > out.score[k]:
+                out.score[k] = s[k]
+                out.depth[k] = depth
+                out.pos[k] = p
+        if depth < out.deep:
+            out.deep = depth
+            out.deep_pos = p
+    return out
+
+
+@wp.func(inline=True)
+def _edge_crossings(
+    mf: _Manifold,
+    p0: wp.vec3,
+    p1: wp.vec3,
+    fc: wp.vec3,
+    u: wp.vec3,
+    v: wp.vec3,
+    nr: wp.vec3,
+    hu: float,
+    hv: float,
+    margin: float,
+) -> _Manifold:
+    """Add the points where the incident edge p0-p1 crosses the four edge lines of the reference
+    face (center ``fc``, axes ``u``, ``v``, half sizes ``hu``, ``hv``) within that face."""
+    out = mf
+    tol = 1.0e-6
+    u0 = wp.dot(p0 - fc, u)
+    v0 = wp.dot(p0 - fc, v)
+    u1 = wp.dot(p1 - fc, u)
+    v1 = wp.dot(p1 - fc, v)
+    for side in range(4):
+        bound = hu
+        if side >= 2:
+            bound = hv
+        bound = bound * (2.0 * float(side & 1) - 1.0)
+        x0 = u0
+        x1 = u1
+        y0 = v0
+        y1 = v1
+        ylim = hv
+        if side >= 2:
+            x0 = v0
+            x1 = v1
+            y0 = u0
+            y1 = u1
+            ylim = hu
+        den = x1 - x0
+        if wp.abs(den) > 1.0e-12:
+            s = (bound - x0) / den
+            if s >= 0.0 and s <= 1.0:
+                y = y0 + (y1 - y0) * s
+                if wp.abs(y) <= ylim + tol:
+                    p = p0 + (p1 - p0) * s
+                    pu = wp.dot(p - fc, u)
+                    pv = wp.dot(p - fc, v)
+                    out = _manifold_add(out, p, pu, pv, wp.dot(p - fc, nr), margin)
+    return out
+
+
+@wp.func(inline=True)
+def _emit_manifold(
+    n: int, w: int, mf: _Manifold, nr: wp.vec3, flip: float, g1: int, g2: int, margin: float, out: ContactSlots
+) -> int:
+    """Write a face contact's points: the deepest (unless it is one of the extremes, as a polygon's
+    deepest vertex need not be), then the distinct extremes, each halfway between the incident
+    point and the reference face, normal ``flip * nr``."""
+    if mf.deep < 1.0e29:
+        extreme = int(0)
+        for k2 in range(4):
+            if wp.length(mf.pos[k2] - mf.deep_pos) < 1.0e-7:
+                extreme = 1
+        if extreme == 0:
+            n = emit(n, w, mf.deep_pos - nr * (0.5 * mf.deep), nr * flip, mf.deep, g1, g2, margin, out)
+    for k2 in range(4):
+        if mf.score[k2] > -1.0e29:
+            dup = int(0)
+            for k3 in range(k2):
+                if wp.length(mf.pos[k3] - mf.pos[k2]) < 1.0e-7:
+                    dup = 1
+            if dup == 0:
+                d = mf.depth[k2]
+                n = emit(n, w, mf.pos[k2] - nr * (0.5 * d), nr * flip, d, g1, g2, margin, out)
+    return n
+
+
+@wp.func
+def _box_face_contacts(
+    n: int,
+    w: int,
+    cr: wp.vec3,
+    qr: wp.quat,
+    sr: wp.vec3,
+    k: int,
+    nr: wp.vec3,
+    ci: wp.vec3,
+    qi: wp.quat,
+    si: wp.vec3,
+    flip: float,
+    g1: int,
+    g2: int,
+    margin: float,
+    out: ContactSlots,
+) -> int:
+    """Contacts of the incident box (ci, qi, si) against face ``k`` of the reference box, whose outward
+    normal ``nr`` points toward the incident box: the vertices of the incident face clipped to the
+    reference face (incident corners inside it, reference corners inside the incident face, and edge
+    crossings), reduced to four. The contact normal is ``flip * nr`` (from geom1 to geom2)."""
+    ku = (k + 1) % 3
+    kv = (k + 2) % 3
+    fc = cr + nr * sr[k]  # reference face center
+    u = wp.quat_rotate(qr, wp.vec3(float(ku == 0), float(ku == 1), float(ku == 2)))
+    v = wp.quat_rotate(qr, wp.vec3(float(kv == 0), float(kv == 1), float(kv == 2)))
+    hu = sr[ku]
+    hv = sr[kv]
+    # incident face: the face of the other box whose normal is most opposed to nr
+    j = int(0)
+    best = float(-1.0)
+    for a in range(3):
+        ax = wp.quat_rotate(qi, wp.vec3(float(a == 0), float(a == 1), float(a == 2)))
+        c = wp.abs(wp.dot(ax, nr))
+        if c > best:
+            best = c
+            j = a
+    aj = wp.quat_rotate(qi, wp.vec3(float(j == 0), float(j == 1), float(j == 2)))
+    ni = aj
+    if wp.dot(aj, nr) > 0.0:
+        ni = -aj
+    ic = ci + ni * si[j]  # incident face center
+    j1 = (j + 1) % 3
+    j2 = (j + 2) % 3
+    e1 = wp.quat_rotate(qi, wp.vec3(float(j1 == 0), float(j1 == 1), float(j1 == 2)))
+    e2 = wp.quat_rotate(qi, wp.vec3(float(j2 == 0), float(j2 == 1), float(j2 == 2)))
+    h1 = si[j1]
+    h2 = si[j2]
+    tol = 1.0e-6
+    mf = _Manifold()
+    mf.score = wp.vec4(-1.0e30)
+    mf.deep = 1.0e30
+    for m in range(4):
+        sa = 2.0 * float(m & 1) - 1.0
+        sb = 2.0 * float((m >> 1) & 1) - 1.0
+        # incident corner inside the reference face
+        p = ic + e1 * (sa * h1) + e2 * (sb * h2)
+        pu = wp.dot(p - fc, u)
+        pv = wp.dot(p - fc, v)
+        if wp.abs(pu) <= hu + tol and wp.abs(pv) <= hv + tol:
+            mf = _manifold_add(mf, p, pu, pv, wp.dot(p - fc, nr), margin)
+        # reference corner, projected along nr onto the incident plane, inside the incident face
+        r = fc + u * (sa * hu) + v * (sb * hv)
+        t = wp.dot(ic - r, ni) / wp.dot(nr, ni)
+        p = r + nr * t
+        if wp.abs(wp.dot(p - ic, e1)) <= h1 + tol and wp.abs(wp.dot(p - ic, e2)) <= h2 + tol:
+            mf = _manifold_add(mf, p, sa * hu, sb * hv, t, margin)
+        # incident edge m (corner m to the next corner going around) crossing the reference edges
+        ma = 2.0 * float(((m + 1) >> 1) & 1) - 1.0  # corners in order (-,-), (+,-), (+,+), (-,+)
+        mb = 2.0 * float((m >> 1) & 1) - 1.0
+        na = 2.0 * float(((m + 2) >> 1) & 1) - 1.0
+        nb = 2.0 * float(((m + 1) >> 1) & 1) - 1.0
+        p0 = ic + e1 * (ma * h1) + e2 * (mb * h2)
+        p1 = ic + e1 * (na * h1) + e2 * (nb * h2)
+        mf = _edge_crossings(mf, p0, p1, fc, u, v, nr, hu, hv, margin)
+    return _emit_manifold(n, w, mf, nr, flip, g1, g2, margin, out)
+
+
+@wp.func
+def _extent(r: wp.mat33, s: wp.vec3, axis: wp.vec3) -> float:
+    """Half-width along a unit ``axis`` of a box with half extents ``s`` and rotation ``r``."""
+    a = wp.transpose(r) * axis  # the axis in the box frame
+    return s[0] * wp.abs(a[0]) + s[1] * wp.abs(a[1]) + s[2] * wp.abs(a[2])
+
+
+@wp.func
+def col(r: wp.mat33, k: int) -> wp.vec3:
+    return wp.vec3(r[0, k], r[1, k], r[2, k])
+
+
+@wp.func(inline=True)
+def _boxes_apart(
+    n: int,
+    w: int,
+    c1: wp.vec3,
+    q1: wp.quat,
+    s1: wp.vec3,
+    c2: wp.vec3,
+    q2: wp.quat,
+    s2: wp.vec3,
+    g1: int,
+    g2: int,
+    margin: float,
+    out: ContactSlots,
+) -> int:
+    """The contact of two separated boxes from their closest points, found by alternating
+    projection (convex sets: it converges)."""
+    p2 = c2
+    p1 = c1
+    for _it in range(16):
+        p1 = closest_in_box(p2, c1, q1, s1)
+        p2 = closest_in_box(p1, c2, q2, s2)
+    gap = p2 - p1
+    dist = wp.length(gap)
+    if dist < 1.0e-9:
+        return n
+    return emit(n, w, 0.5 * (p1 + p2), gap / dist, dist, g1, g2, margin, out)
+
+
+@wp.func
+def box_box(
+    n: int,
+    w: int,
+    c1: wp.vec3,
+    q1: wp.quat,
+    s1: wp.vec3,
+    c2: wp.vec3,
+    q2: wp.quat,
+    s2: wp.vec3,
+    g1: int,
+    g2: int,
+    margin: float,
+    out: ContactSlots,
+) -> int:
+    """Two boxes by the separating-axis test over their 15 axes (Gottschalk et al. 1996; Ericson,
+    RTCD 4.4). The axis of largest separation (least penetration) decides the contact: a face axis
+    clips the other box's face against that face (up to 4 points), an edge-edge axis gives the
+    closest points of the two edges. Face axes are preferred unless an edge axis separates more by
+    a small tolerance, which keeps resting face contacts from flickering to edge contacts."""
+    d = c2 - c1
+    r1 = wp.quat_to_matrix(q1)  # columns: the boxes' axes in the world
+    r2 = wp.quat_to_matrix(q2)
+    best = float(-1.0e30)
+    kind = int(-1)  # 0: face of box 1, 1: face of box 2, 2: edge-edge
+    idx = int(0)
+    axis = wp.vec3(0.0, 0.0, 1.0)
+    for k in range(3):
+        a = col(r1, k)
+        sep = wp.abs(wp.dot(d, a)) - s1[k] - _extent(r2, s2, a)
+        if sep > best:
+            best = sep
+            kind = 0
+            idx = k
+            axis = a
+    for k in range(3):
+        a = col(r2, k)
+        sep = wp.abs(wp.dot(d, a)) - s2[k] - _extent(r1, s1, a)
+        if sep > best + 1.0e-6:
+            best = sep
+            kind = 1
+            idx = k
+            axis = a
+    face_best = best
+    for i in range(3):
+        for j in range(3):
+            a = wp.cross(col(r1, i), col(r2, j))
+            length = wp.length(a)
+            if length > 1.0e-4:
+                a = a / length
+                sep = wp.abs(wp.dot(d, a)) - _extent(r1, s1, a) - _extent(r2, s2, a)
+                if sep > best and sep > face_best + 1.0e-4:
+                    best = sep
+                    kind = 2
+                    idx = i * 3 + j
+                    axis = a
+    if best >= margin:
+        return n
+    if wp.dot(d, axis) < 0.0:
+        axis = -axis  # from box 1 toward box 2
+    if kind < 2:
+        n0 = n
+        if kind == 0:
+            n = _box_face_contacts(n, w, c1, q1, s1, idx, axis, c2, q2, s2, 1.0, g1, g2, margin, out)
+        else:
+            n = _box_face_contacts(n, w, c2, q2, s2, idx, -axis, c1, q1, s1, -1.0, g1, g2, margin, out)
+        if n > n0 or best <= 0.0:
+            return n
+        # apart, and the faces do not overlap across the axis (boxes offset diagonally, closest at an
+        # edge or corner)
+        return _boxes_apart(n, w, c1, q1, s1, c2, q2, s2, g1, g2, margin, out)
+    # edge-edge: the edge of each box that reaches furthest toward the other
+    i = idx / 3
+    j = idx % 3
+    p1 = c1
+    p2 = c2
+    for k in range(3):
+        a1 = col(r1, k)
+        a2 = col(r2, k)
+        if k != i:
+            p1 = p1 + a1 * (s1[k] * wp.sign(wp.dot(a1, axis)))
+        if k != j:
+            p2 = p2 - a2 * (s2[k] * wp.sign(wp.dot(a2, axis)))
+    ei = col(r1, i) * s1[i]
+    ej = col(r2, j) * s2[j]
+    st = segments_closest_t(p1 - ei, p1 + ei, p2 - ej, p2 + ej)
+    pa = p1 - ei + ei * (2.0 * st[0])
+    pb = p2 - ej + ej * (2.0 * st[1])
+    return emit(n, w, 0.5 * (pa + pb), axis, best, g1, g2, margin, out)
