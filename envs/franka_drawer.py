@@ -62,7 +62,7 @@ from .arm import N_ARM
 from .config import config_path, from_dict, merge, read_toml
 from .drawer_kernels import OBS_DIM, DrawerTask, drawer_kernel
 from .franka import ArmConfig, FrankaTaskEnv, SimConfig
-from .render import Marker, RenderConfig
+from .render import RenderConfig
 
 __all__ = ["FrankaOpenDrawerEnv", "DrawerTaskConfig", "OBS_DIM"]
 
@@ -213,14 +213,16 @@ class FrankaOpenDrawerEnv(FrankaTaskEnv):
         inputs = [phase, share, self._task, arm.model, *views, arm.state, episodes, noise, obs_out, out]
         return drawer_kernel, inputs
 
+    def cabinet_xy(self) -> torch.Tensor:
+        """(num_envs, 2) the cabinet's centre on the floor in the env's frame, m."""
+        base = self.cabinet.get_dofs_position()[:, :2]
+        return base + torch.as_tensor(self._built_at, dtype=base.dtype, device=base.device)
+
     def handle_pos(self) -> torch.Tensor:
         """(num_envs, 3) the handle's centre in the env's frame, m."""
         drawer = self.cabinet.get_link("drawer")
         local = torch.as_tensor(np.asarray(self._task.handle_local), device=self.device)
         return drawer.get_pos() + quat_rotate(drawer.get_quat(), local.expand(self.num_envs, 3))
-
-    def _render_markers(self) -> list[Marker]:
-        return []
 
 
 def _geom_id(m, entity, name: str) -> int:

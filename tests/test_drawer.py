@@ -118,7 +118,7 @@ def test_resets_place_the_cabinet_and_draw_its_parameters_per_env():
     u = env.unwrapped
     cfg, r = u.cfg, u.cfg.randomization
     solver = u.scene.sim.rigid_solver
-    base = u.cabinet.get_dofs_position()[:, :2] + torch.as_tensor(u._built_at, device=sc.device)
+    base = u.cabinet_xy()
     lo, hi = (torch.tensor(x, device=sc.device) for x in (cfg.cabinet.place_low, cfg.cabinet.place_high))
     assert bool(((base >= lo - 1e-6) & (base <= hi + 1e-6)).all()) and float(base.std(0).min()) > 0.01
     np.testing.assert_allclose(u.cabinet.get_dofs_position()[:, 2].cpu(), 0.0)

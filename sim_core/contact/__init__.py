@@ -18,6 +18,6 @@ Outside the step, ``frame`` gives the API the solver's contact frame (world-fram
 
 Imports go one way: ``geometry`` <- ``box_box`` <- ``narrow_phase`` (which also reads ``pairs``);
 ``geometry`` <- ``buffers`` <- (``ldl``, ``impedance``, ``warm_start``) <- ``solver`` <- ``frame``;
-``pairs`` <- the emitters (``emit_pairs``, ``rows``); outside the package, only ``sim_core.engine`` (the emitter,
-the model's structure, the factor's layout) and ``sim_core.types``.
+``pairs`` <- the emitters (``emit_pairs``, ``rows``); outside the package, only ``sim_core.engine``
+(the emitter, the model's structure, the factor's layout) and ``sim_core.types``.
 """
