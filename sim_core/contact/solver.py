@@ -242,6 +242,32 @@ def _polish_row(cd: ContactData, w: int, r: int, nc: int, lam: wp.vec3, u: wp.ve
 
 
 @wp.func
+def _active_targets(cd: ContactData, w: int, k: int):
+    """The right-hand side of the active rows' system (``cd.sysb``): each active row's target
+    velocity (soft: ``uref``; capped: ``umin``) less its velocity without normal impulses."""
+    r = int(0)
+    while r < k:
+        i = cd.act[w, r]
+        target = wp.where(cd.state[w, i] == SOFT, cd.uref[w, i], cd.umin[w, i])
+        cd.sysb[w, r] = target - cd.u0[w, i]
+        r += 1
+
+
+@wp.func
+def _scatter_active(cd: ContactData, w: int, nc: int, k: int):
+    """The normal impulses the active system's solution (``cd.sysb``) gives, into ``cd.lnew``:
+    each active row's, 0 for the others."""
+    i = int(0)
+    while i < nc:
+        cd.lnew[w, i] = 0.0
+        i += 1
+    r = int(0)
+    while r < k:
+        cd.lnew[w, cd.act[w, r]] = cd.sysb[w, r]
+        r += 1
+
+
+@wp.func
 def _solve_normals(cd: ContactData, w: int, nc: int, dofs: Any) -> float:
     """All normal impulses of env ``w`` at once, the friction impulses held: an active-set solve
     (each row inactive with ``lam = 0``, soft, or held at its depth cap) of the mixed
@@ -275,21 +301,9 @@ def _solve_normals(cd: ContactData, w: int, nc: int, dofs: Any) -> float:
         if cd.nact[w] < 0:  # factor the active rows' system once per active set
             _factor_active(cd, w, nc)
         k = cd.nact[w]
-        r = int(0)  # right-hand side: each active row's target velocity
-        while r < k:
-            i = cd.act[w, r]
-            target = wp.where(cd.state[w, i] == SOFT, cd.uref[w, i], cd.umin[w, i])
-            cd.sysb[w, r] = target - cd.u0[w, i]
-            r += 1
+        _active_targets(cd, w, k)
         ldl_solve(cd.sysm, cd.sysb, w, k)
-        i = int(0)
-        while i < nc:
-            cd.lnew[w, i] = 0.0
-            i += 1
-        r = int(0)
-        while r < k:
-            cd.lnew[w, cd.act[w, r]] = cd.sysb[w, r]
-            r += 1
+        _scatter_active(cd, w, nc, k)
         settled = int(1)  # else the first row whose state contradicts the solution flips (least index)
         i = int(0)
         while i < nc:
