@@ -71,7 +71,7 @@ from sim_core.contact.buffers import ContactData, ContactModel
 from sim_core.contact.geometry import copy_contacts, deepest
 from sim_core.contact.narrow_phase import narrow_phase, pair_apart
 from sim_core.contact.pairs import Geoms
-from sim_core.contact.solver import specialize
+from sim_core.contact.specialize import specialize
 from sim_core.contact.warm_start import forget_contacts, scale_warm_start
 """
 # after the model's dof helpers (``contact.rows.emit_dof_helpers``): the contact solver's functions

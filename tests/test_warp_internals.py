@@ -4,7 +4,7 @@ pyproject.toml pins ``warp-lang`` to the release these pass on. Before widening 
 file on the new release: a failure names the behaviour that changed and the sim_core code that
 depends on it, which would otherwise show up as a wrong or failing simulation far from its cause.
 
-- ``wp.Function.func``: the Python function behind ``@wp.func``; ``contact.solver.specialize``
+- ``wp.Function.func``: the Python function behind ``@wp.func``; ``contact.specialize``
   rebuilds the contact solver's functions from its ``__code__`` with a copy of the module's globals
   in which the model's generated dof helpers replace the generic ones.
 - Warp resolves the names a function calls through that function's ``__globals__`` when it
@@ -48,7 +48,7 @@ def _run(kernel, x: np.ndarray) -> np.ndarray:
     return out.numpy()
 
 
-# ---- functions rebuilt with new globals (contact.solver.specialize) -----------------------------
+# ---- functions rebuilt with new globals (contact.specialize) -----------------------------
 
 
 @wp.func
@@ -73,7 +73,7 @@ def _helper_minus_three(x: float) -> float:
 
 
 def _rebuild(f: wp.Function, helper: wp.Function, module_name: str) -> wp.Function:
-    """``f`` made again as ``contact.solver.specialize`` makes each function: the same code with a
+    """``f`` made again as ``contact.specialize`` makes each function: the same code with a
     copy of its module's globals, ``__name__`` set to another module and ``_helper`` replaced."""
     scope = dict(globals())
     scope["__name__"] = module_name
@@ -99,7 +99,7 @@ def test_every_contact_solver_function_keeps_its_python_function():
     for name, f in funcs.items():
         py = getattr(f, "func", None)
         assert isinstance(py, types.FunctionType), (
-            f"wp.Function.func of {name} is {py!r}, not the Python function: contact.solver.specialize "
+            f"wp.Function.func of {name} is {py!r}, not the Python function: contact.specialize "
             "rebuilds each function from f.func.__code__"
         )
         assert isinstance(py.__annotations__, dict) and py.__annotations__, name
@@ -118,7 +118,7 @@ def test_a_rebuilt_function_calls_the_helpers_of_its_new_globals():
     got_minus = _run(_kernel_calling(minus), x)
     got_original = _run(_kernel_calling(_caller), x)
     msg = (
-        "a Warp function rebuilt from f.func.__code__ with new globals (contact.solver.specialize) "
+        "a Warp function rebuilt from f.func.__code__ with new globals (contact.specialize) "
         "does not call the helper of its new globals"
     )
     np.testing.assert_array_equal(got_ten, 2.0 * (10.0 * x), err_msg=msg)

@@ -7,9 +7,10 @@ Every substep of the generated step kernel (``sim_core/step.py``) runs this pipe
    ``narrow_phase.narrow_phase`` (the contacts of two primitive geoms; box pairs in ``box_box``)
    into ``geometry.ContactSlots``.
 3. ``rows``: per contact, the generated Jacobian rows, ``A^-1 J^T`` and the 3x3 block of ``W``.
-4. ``solver``: the normal, friction and joint-limit impulses (``solve_contacts``), with the dense
-   factor of the active normal rows in ``ldl``, MuJoCo's soft-constraint ``impedance`` and the
-   ``warm_start``; its tables and per-env buffers are in ``buffers``.
+4. ``solver``: the normal, friction and joint-limit impulses (``solve_contacts``, rebuilt for the
+   model by ``specialize``), with the dense factor of the active normal rows in ``ldl``, MuJoCo's
+   soft-constraint ``impedance`` and the ``warm_start``; its tables and per-env buffers are in
+   ``buffers``.
 
 Outside the step, ``frame`` gives the API the solver's contact frame (world-frame forces).
 
@@ -17,7 +18,7 @@ Outside the step, ``frame`` gives the API the solver's contact frame (world-fram
 ``tests/test_collision.py`` checks against MuJoCo's ``mj_collision``.
 
 Imports go one way: ``geometry`` <- ``box_box`` <- ``narrow_phase`` (which also reads ``pairs``);
-``geometry`` <- ``buffers`` <- (``ldl``, ``impedance``, ``warm_start``) <- ``solver`` <- ``frame``;
-``pairs`` <- the emitters (``emit_pairs``, ``rows``); outside the package, only ``sim_core.engine``
-(the emitter, the model's structure, the factor's layout) and ``sim_core.types``.
+``geometry`` <- ``buffers`` <- (``ldl``, ``impedance``, ``warm_start``) <- ``solver`` <- ``frame``,
+``specialize``; ``pairs`` <- the emitters (``emit_pairs``, ``rows``); outside the package, only
+``sim_core.engine`` (the emitter, the model's structure, the factor's layout) and ``sim_core.types``.
 """

@@ -58,12 +58,11 @@ Loops with a bound known only at run time are written as ``while`` loops: Warp c
 does not reduce to a plain counted loop; a ``while`` loop does the same operations in the same
 order and compiles to faster CPU code. Loops over the dofs are generated for each model instead
 (``DOF_HELPERS``, unrolled over each kinematic tree a row touches), and the generated step rebuilds
-this module's functions with them (``specialize``).
+this module's functions with them (``specialize.py``).
 """
 
 from __future__ import annotations
 
-import types
 from typing import Any
 
 import warp as wp
@@ -78,7 +77,6 @@ wp.set_module_options({"enable_backward": False, "optimization_level": 3})
 __all__ = [
     "solve_contacts",
     "DOF_HELPERS",
-    "specialize",
 ]
 
 
@@ -602,23 +600,3 @@ def solve_contacts(
             cd.lam_pos[w, c] = cd.slots.pos[w, c]
         c += 1
     forget_contacts(cd, w, nrow)
-
-
-def specialize(helpers: dict[str, Any], module_name: str) -> dict[str, Any]:
-    """This module's Warp functions, made for one model: with ``helpers`` (each of ``DOF_HELPERS``,
-    generated for the model by ``rows.emit_dof_helpers``: unrolled over each kinematic tree a row
-    can touch; a cube's floor contact touches 6 of the arm + cube scene's 15 dofs). Each function
-    is rebuilt from the same code with a copy of this module's globals in which the helpers and the
-    rebuilt functions replace the placeholders and originals, and is registered in the Warp module
-    ``module_name`` (the generated step's). Returns the rebuilt functions by name."""
-    scope = dict(globals())
-    scope["__name__"] = module_name
-    scope.update({name: helpers[name] for name in DOF_HELPERS})
-    out = {}
-    for name, f in globals().items():
-        if isinstance(f, wp.Function) and name not in DOF_HELPERS and f.func.__module__ == __name__:
-            py = types.FunctionType(f.func.__code__, scope, name, f.func.__defaults__, f.func.__closure__)
-            py.__annotations__ = dict(f.func.__annotations__)
-            py.__doc__ = f.func.__doc__
-            out[name] = scope[name] = wp.func(py)
-    return out
