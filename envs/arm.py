@@ -16,7 +16,7 @@ import warp as wp
 
 from sim_core.host_threads import Share, first_env
 from sim_core.types import CtrlMode
-from sim_core.views import ContactsView, StateView, quat_of
+from sim_core.views import ContactsView, ParamsView, StateView, quat_of
 
 from .episode import noise
 from .ik import dls, mat67, vec6
@@ -38,6 +38,7 @@ __all__ = [
     "reset_arm",
     "penalties",
     "pads_squeeze",
+    "scale_arm_dynamics",
 ]
 
 N_ARM = 7  # arm joints (hinges); two finger slides follow
@@ -75,6 +76,9 @@ class ArmModel:
     rot_gain: float  # share of the hand's orientation error corrected per control step
     ik_damping: float  # damped least squares lambda
     ee_z_min: float  # no end-effector displacement ends below this, m (-inf: no floor)
+    kp0: wp.array(dtype=wp.float32)  # (9,) the arm's position gains as built
+    kv0: wp.array(dtype=wp.float32)  # (9,) velocity gains
+    damping0: wp.array(dtype=wp.float32)  # (9,) joint damping
 
 
 @wp.struct
@@ -232,6 +236,16 @@ def reset_arm(arm: ArmModel, s: StateView, st: ArmState, env: int, h: wp.uint32)
     for j in range(st.last_action.shape[1]):
         st.last_action[env, j] = 0.0
         st.prev_action[env, j] = 0.0
+
+
+@wp.func
+def scale_arm_dynamics(arm: ArmModel, p: ParamsView, env: int, damping: float, gains: float):
+    """Env ``env``'s arm with ``damping`` times its joint damping as built and ``gains`` times its
+    kp and kv (domain randomization at a reset)."""
+    for i in range(9):
+        p.dof_damping[env, arm.d0 + i] = arm.damping0[i] * damping
+        p.dof_kp[env, arm.d0 + i] = arm.kp0[i] * gains
+        p.dof_kv[env, arm.d0 + i] = arm.kv0[i] * gains
 
 
 @wp.func

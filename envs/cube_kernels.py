@@ -24,6 +24,7 @@ from .arm import (
     pads_squeeze,
     penalties,
     reset_arm,
+    scale_arm_dynamics,
 )
 from .episode import (
     B_TASK,
@@ -96,9 +97,6 @@ class CubeTask:
     friction_range: wp.vec2  # sliding friction
     damping_range: wp.vec2  # scale of the arm's joint damping
     gain_range: wp.vec2  # scale of the arm's kp and kv
-    kp0: wp.array(dtype=wp.float32)  # (9,) the arm's gains and damping as built
-    kv0: wp.array(dtype=wp.float32)  # (9,)
-    damping0: wp.array(dtype=wp.float32)  # (9,)
     noise_joint_pos: float  # uniform +- observation noise, rad
     noise_joint_vel: float  # rad/s
     noise_cube_pos: float  # m
@@ -435,10 +433,7 @@ def _reset_cube(
     friction = draw_in(k.friction_range, h, 15)
     damping = draw_in(k.damping_range, h, 16)
     gains = draw_in(k.gain_range, h, 17)
-    for i in range(9):
-        p.dof_damping[e, arm.d0 + i] = k.damping0[i] * damping
-        p.dof_kp[e, arm.d0 + i] = k.kp0[i] * gains
-        p.dof_kv[e, arm.d0 + i] = k.kv0[i] * gains
+    scale_arm_dynamics(arm, p, e, damping, gains)
     size[e] = edge
     xy = k.spawn_low + wp.cw_mul(k.spawn_span, wp.vec2(uniform(h, 7), uniform(h, 8)))
     yaw = k.yaw_range * (2.0 * uniform(h, 9) - 1.0)

@@ -19,6 +19,7 @@ from .arm import (
     pads_squeeze,
     penalties,
     reset_arm,
+    scale_arm_dynamics,
 )
 from .cube_kernels import closeness, draw_in, put3
 from .episode import (
@@ -66,9 +67,6 @@ class DrawerTask:
     radius_range: wp.vec2  # the handle's radius, m
     arm_damping_range: wp.vec2  # scale of the arm's joint damping
     gain_range: wp.vec2  # scale of the arm's kp and kv
-    kp0: wp.array(dtype=wp.float32)  # (9,) the arm's gains and damping as built
-    kv0: wp.array(dtype=wp.float32)  # (9,)
-    damping0: wp.array(dtype=wp.float32)  # (9,)
     noise_joint_pos: float  # uniform +- observation noise, rad
     noise_joint_vel: float  # rad/s
     noise_handle_pos: float  # m
@@ -161,10 +159,7 @@ def _reset_drawer(
     p.geom_size[e, k.handle] = wp.vec3(draw_in(k.radius_range, h, 11), k.handle_size[1], k.handle_size[2])
     damping = draw_in(k.arm_damping_range, h, 12)
     gains = draw_in(k.gain_range, h, 13)
-    for i in range(9):
-        p.dof_damping[e, arm.d0 + i] = k.damping0[i] * damping
-        p.dof_kp[e, arm.d0 + i] = k.kp0[i] * gains
-        p.dof_kv[e, arm.d0 + i] = k.kv0[i] * gains
+    scale_arm_dynamics(arm, p, e, damping, gains)
 
 
 @wp.kernel(enable_backward=False)

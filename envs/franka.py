@@ -117,6 +117,10 @@ class FrankaArm:
         k.yaw_delta_scale, k.rot_gain, k.ik_damping = cfg.yaw_delta_scale, cfg.rot_gain, cfg.ik_damping
         k.yaw_offset = cfg.yaw_offset
         k.ee_z_min = -np.inf if cfg.ee_z_min is None else cfg.ee_z_min
+        # (9,) the arm's gains and damping as built, which domain randomization scales
+        self.kp0, self.kv0 = e.get_dofs_kp()[0].clone(), e.get_dofs_kv()[0].clone()
+        self.damping0 = e.get_dofs_damping()[0].clone()
+        k.kp0, k.kv0, k.damping0 = (wp.from_torch(t) for t in (self.kp0, self.kv0, self.damping0))
         self.model = k
         # per-env controller state, updated in place by the kernels
         self.joint_targets = self.default_q.repeat(num_envs, 1)  # (num_envs, 7) arm position targets, rad

@@ -229,9 +229,6 @@ class _CubeTaskEnv(FrankaTaskEnv):
             )
         self.build_scene()
         n, dev = self.num_envs, self.device
-        e = self.arm.entity
-        self._kp0, self._kv0 = e.get_dofs_kp()[0].clone(), e.get_dofs_kv()[0].clone()
-        self._damping0 = e.get_dofs_damping()[0].clone()
         # per-env episode state, updated in place by the kernel
         self.goal_pos = torch.zeros(n, 3, device=dev)  # (num_envs, 3) m
         self.cube_size = torch.full((n,), c.size, device=dev)  # (num_envs,) edge length this episode, m
@@ -260,7 +257,6 @@ class _CubeTaskEnv(FrankaTaskEnv):
         k.ws_low, k.ws_high = wp.vec2(*cfg.workspace_low), wp.vec2(*cfg.workspace_high)
         k.mass_range, k.size_range, k.friction_range = (wp.vec2(*x) for x in _dr_ranges(r)[:3])
         k.damping_range, k.gain_range = (wp.vec2(*x) for x in _dr_ranges(r)[3:])
-        k.kp0, k.kv0, k.damping0 = (wp.from_torch(t) for t in (self._kp0, self._kv0, self._damping0))
         nz = cfg.obs_noise
         k.noise_joint_pos, k.noise_joint_vel, k.noise_cube_pos = nz.joint_pos, nz.joint_vel, nz.cube_pos
         w = cfg.reward

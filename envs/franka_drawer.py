@@ -164,9 +164,6 @@ class FrankaOpenDrawerEnv(FrankaTaskEnv):
         self._built_at = np.add(c.place_low, c.place_high) / 2  # the cabinet's place as built, m
         self.cabinet = self.scene.add_entity(sc.morphs.MJCF(file="cabinet_drawer", pos=(*self._built_at, 0.0)))
         self.build_scene()
-        e = self.arm.entity
-        self._kp0, self._kv0 = e.get_dofs_kp()[0].clone(), e.get_dofs_kv()[0].clone()
-        self._damping0 = e.get_dofs_damping()[0].clone()
         self._set_spaces(OBS_DIM + self.arm.action_dim, self.arm.action_dim)
         self._task = self._make_task(cfg)
 
@@ -197,7 +194,6 @@ class FrankaOpenDrawerEnv(FrankaTaskEnv):
         k.damping_range, k.friction_range = wp.vec2(*r.drawer_damping), wp.vec2(*r.handle_friction)
         k.radius_range = wp.vec2(*r.handle_radius)
         k.arm_damping_range, k.gain_range = wp.vec2(*r.joint_damping_scale), wp.vec2(*r.pd_gain_scale)
-        k.kp0, k.kv0, k.damping0 = (wp.from_torch(t) for t in (self._kp0, self._kv0, self._damping0))
         nz = cfg.obs_noise
         k.noise_joint_pos, k.noise_joint_vel, k.noise_handle_pos = nz.joint_pos, nz.joint_vel, nz.handle_pos
         k.open_distance = cfg.open_distance

@@ -277,9 +277,9 @@ def _randomized(env):
             u.cube.get_mass(),
             u.cube.get_size()[:, 0],
             u.cube.get_friction()[:, 0],
-            arm.get_dofs_damping()[:, 0] / u._damping0[0],
-            arm.get_dofs_kp()[:, 0] / u._kp0[0],
-            arm.get_dofs_kv()[:, 3] / u._kv0[3],
+            arm.get_dofs_damping()[:, 0] / u.arm.damping0[0],
+            arm.get_dofs_kp()[:, 0] / u.arm.kp0[0],
+            arm.get_dofs_kv()[:, 3] / u.arm.kv0[3],
         ],
         1,
     )
