@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import warp as wp
 
-from ..engine import integrator
 from ..engine.tree import Tree
 from .geometry import ContactSlots
 
@@ -25,17 +24,14 @@ vec5 = wp.types.vector(length=5, dtype=wp.float32)
 
 @wp.struct
 class ContactModel:
-    """Constant tables of a model for contact Jacobians and factor solves (one kernel argument)."""
+    """Constant tables of a model for the contacts' rows and the joint-limit rows (one kernel argument)."""
 
     geom_body: wp.array(dtype=wp.int32)  # (ngeom,)
     geom_solref: wp.array(dtype=wp.vec2)  # (ngeom,) (timeconst s, dampratio)
     geom_solimp: wp.array(dtype=vec5)  # (ngeom,) (dmin, dmax, width m, midpoint, power)
     dof_body: wp.array(dtype=wp.int32)  # (nv,)
-    dof_parent: wp.array(dtype=wp.int32)  # (nv,) -1 for a root dof
-    dof_fac: wp.array(dtype=wp.int32)  # (nv,) where dof i's L entries (its ancestors') start in fac
     body_tree: wp.array(dtype=wp.vec2i)  # (nbody,) dof range [start, end) of the body's tree
     lim_dof: wp.array(dtype=wp.int32)  # (nlim,) the limited dofs, in the generated code's order
-    ndinv: int  # offset of the nv inverse pivots in fac
 
 
 @wp.struct
@@ -83,7 +79,6 @@ def build_contact_model(t: Tree, device: str) -> ContactModel:
     """The constant tables of ``t``'s model (its compiled MjModel for the geoms' solref/solimp)."""
     m, mjm = t.m, t.m.mjmodel
     nbody = m.nbody
-    fac_off, ndinv = integrator.factor_layout(t)
     body_tree = np.zeros((nbody, 2), np.int32)  # dof range of the tree that moves the body
     for b in range(1, nbody):
         d = t.deepest_dof(b)
@@ -95,12 +90,9 @@ def build_contact_model(t: Tree, device: str) -> ContactModel:
     cm.geom_solref = arr(mjm.geom_solref.astype(np.float32), wp.vec2)
     cm.geom_solimp = arr(mjm.geom_solimp.astype(np.float32), vec5)
     cm.dof_body = arr(m.dof_bodyid.astype(np.int32), wp.int32)
-    cm.dof_parent = arr(m.dof_parentid.astype(np.int32), wp.int32)
-    cm.dof_fac = arr(np.array(fac_off, np.int32), wp.int32)
     cm.body_tree = arr(body_tree, wp.vec2i)
     lim = [d for d, *_ in t.limited_dofs()]
     cm.lim_dof = arr(np.array(lim, np.int32).reshape(-1), wp.int32)
-    cm.ndinv = int(ndinv)
     return cm
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..engine.codegen import Emitter, is_zero, vec3
 from ..engine.dynamics import emit_solve
+from ..engine.integrator import factor_size
 from ..engine.tree import Tree
 from ..types import JointType
 from .pairs import colliding_bodies
@@ -191,6 +192,11 @@ def emit_dof_helpers(t: Tree, e: Emitter) -> None:
             e(f"if {_touches('ta', s0, end)} and {_touches('tb', s0, end)}:")
             e("    s = s + " + _sum([f"jac[w, c, {d}][0] * ajac[w, b, {d}][0]" for d in range(s0, end)]))
         e("return s")
+    e("")
+    nfac = factor_size(t)
+    e("@wp.func(inline=True)")
+    e("def _limit_column(fac: wp.array2d(dtype=wp.float32), w: int, d: int, dofs: vec_nv) -> vec_nv:")
+    e(f"    return _unit_solve(vec_fac({', '.join(f'fac[w, {k}]' for k in range(nfac))}), d)")
     e("")
     for name, arg, term in (
         ("_apply", "dlam: wp.vec3", "wp.dot(ajac[w, c, {d}], dlam)"),

@@ -80,49 +80,6 @@ __all__ = [
 ]
 
 
-@wp.func
-def _solve3(
-    ajac: wp.array3d(dtype=wp.vec3),
-    fac: wp.array2d(dtype=wp.float32),
-    dof_parent: wp.array(dtype=wp.int32),
-    dof_fac: wp.array(dtype=wp.int32),
-    ndinv: int,
-    w: int,
-    c: int,
-    s: int,
-    e: int,
-):
-    """``ajac[w, c]`` = A^-1 ``ajac[w, c]`` (three rows at once) over the dofs [s, e) of one tree, with
-    the packed factor ``fac[w]`` (MuJoCo's mj_solveM). Helpers take arrays, not the structs: Warp
-    passes a struct argument by value, a copy of every array it holds per call."""
-    ii = int(0)
-    while ii < e - s:
-        i = e - 1 - ii
-        xi = ajac[w, c, i]
-        j = dof_parent[i]
-        k = dof_fac[i]
-        while j >= 0:
-            ajac[w, c, j] = ajac[w, c, j] - fac[w, k] * xi
-            k += 1
-            j = dof_parent[j]
-        ii += 1
-    i = int(s)
-    while i < e:
-        ajac[w, c, i] = ajac[w, c, i] * fac[w, ndinv + i]
-        i += 1
-    i = int(s)
-    while i < e:
-        x = ajac[w, c, i]
-        j = dof_parent[i]
-        k = dof_fac[i]
-        while j >= 0:
-            x = x - fac[w, k] * ajac[w, c, j]
-            k += 1
-            j = dof_parent[j]
-        ajac[w, c, i] = x
-        i += 1
-
-
 # The loops over a row's dofs that the functions below call, generated for each model
 # (``rows.emit_dof_helpers``: unrolled over the dofs of each kinematic tree a row can touch; a row's J
 # and A^-1 J^T are written only within its trees ``cd.trees[w, c]``) and put in by ``specialize``:
@@ -131,9 +88,10 @@ def _solve3(
 #   _apply(ajac, vel, trees, w, c, dlam, dofs): vel += A^-1 J_c^T dlam
 #   _apply_normal(ajac, vel, trees, w, c, dl, dofs): the same for a normal impulse dl alone
 #   _normal_pair(jac, ajac, trees, w, c, b, dofs) -> float: J_c A^-1 J_b^T over the normal rows
+#   _limit_column(fac, w, d, dofs) -> vector: column d of A^-1, by the step's packed factor fac[w]
 # ``dofs`` is a vector as long as the model has dofs (its value unused).
-DOF_HELPERS = ("_rows_dot", "_apply", "_normal_dot", "_apply_normal", "_normal_pair")
-_rows_dot = _apply = _normal_dot = _apply_normal = _normal_pair = None  # generated per model
+DOF_HELPERS = ("_rows_dot", "_apply", "_normal_dot", "_apply_normal", "_normal_pair", "_limit_column")
+_rows_dot = _apply = _normal_dot = _apply_normal = _normal_pair = _limit_column = None  # generated per model
 
 
 @wp.func
@@ -392,15 +350,14 @@ def _limit_row(cm: ContactModel, cd: ContactData, w: int, r: int, d: int, side: 
     tree = cm.body_tree[cm.dof_body[d]]
     t = wp.vec4i(tree[0], tree[1], 0, 0)
     cd.trees[w, r] = t
+    col = _limit_column(cd.fac, w, d, dofs)
     i = int(t[0])
     while i < t[1]:
         cd.jac[w, r, i] = wp.vec3(0.0)
-        cd.ajac[w, r, i] = wp.vec3(0.0)
+        cd.ajac[w, r, i] = wp.vec3(side * col[i], 0.0, 0.0)
         i += 1
     cd.jac[w, r, d] = wp.vec3(side, 0.0, 0.0)
-    cd.ajac[w, r, d] = wp.vec3(side, 0.0, 0.0)
-    _solve3(cd.ajac, cd.fac, cm.dof_parent, cm.dof_fac, cm.ndinv, w, r, t[0], t[1])
-    wrr = side * cd.ajac[w, r, d][0]
+    wrr = col[d]
     cd.wblk[w, r] = wp.mat33(wrr, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     key = wp.vec2i(-2, d)
     cd.row_key[w, r] = key

@@ -38,7 +38,6 @@ __all__ = [
     "emit_limit_func",
     "factor_size",
     "factor_names",
-    "factor_layout",
 ]
 
 LIMIT_SWEEPS = 4
@@ -55,16 +54,6 @@ def factor_names(t: Tree) -> list[str]:
 
 def factor_size(t: Tree) -> int:
     return len(factor_names(t))
-
-
-def factor_layout(t: Tree) -> tuple[list[int], int]:
-    """Where each dof's L entries start in the packed factor (``factor_names``), and where the
-    inverse pivots start."""
-    starts, off = [], 0
-    for i in range(t.m.nv):
-        starts.append(off)
-        off += len(t.ancestors(i))
-    return starts, off
 
 
 def emit_velocity_update(t: Tree, e: Emitter, dt: str) -> None:
