@@ -10,6 +10,13 @@ through episode ends, autoresets and domain randomization). A digest is the SHA-
 
     python scripts/state_digest.py --save before.json      # on the old commit
     python scripts/state_digest.py --compare before.json   # on the new one: exit 1 on any difference
+
+The generated kernels are compiled with ``-ffast-math`` and FMA fusion on the CPU
+(``sim_core.step.cpu_compiler_flags``), so the compiler may schedule the same operations
+differently when code merely moves (into a function of its own, say), and round-off then differs.
+``--strict-fp`` compiles them without either: every operation rounds as written, in the order
+written, so equal digests there show that a change keeps every operation and its order, whatever
+the fast build's digests do.
 """
 
 from __future__ import annotations
@@ -72,7 +79,12 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--save", help="write the digests to this JSON file")
     p.add_argument("--compare", help="compare with the digests in this JSON file")
+    p.add_argument("--strict-fp", action="store_true", help="build without fast-math or FMA fusion")
     args = p.parse_args(argv)
+    if args.strict_fp:
+        import sim_core.step
+
+        sim_core.step.cpu_compiler_flags = lambda: "-march=native -ffp-contract=off"
     out = digests()
     if args.save:
         Path(args.save).write_text(json.dumps(out, indent=2))
