@@ -240,6 +240,47 @@ def _boxes_apart(
 
 
 @wp.func
+def _edge_edge_contact(
+    n: int,
+    w: int,
+    c1: wp.vec3,
+    r1: wp.mat33,
+    s1: wp.vec3,
+    c2: wp.vec3,
+    r2: wp.mat33,
+    s2: wp.vec3,
+    idx: int,
+    axis: wp.vec3,
+    best: float,
+    g1: int,
+    g2: int,
+    margin: float,
+    out: ContactSlots,
+) -> int:
+    """The contact of an edge-edge separating axis ``axis`` (from box 1 toward box 2, the cross
+    product of box 1's axis ``idx / 3`` and box 2's ``idx % 3``; ``best``: the separation along it):
+    the midpoint of the closest points of the edge of each box that reaches furthest toward the
+    other. ``r1``, ``r2``: the boxes' rotation matrices."""
+    i = idx / 3
+    j = idx % 3
+    p1 = c1
+    p2 = c2
+    for k in range(3):
+        a1 = col(r1, k)
+        a2 = col(r2, k)
+        if k != i:
+            p1 = p1 + a1 * (s1[k] * wp.sign(wp.dot(a1, axis)))
+        if k != j:
+            p2 = p2 - a2 * (s2[k] * wp.sign(wp.dot(a2, axis)))
+    ei = col(r1, i) * s1[i]
+    ej = col(r2, j) * s2[j]
+    st = segments_closest_t(p1 - ei, p1 + ei, p2 - ej, p2 + ej)
+    pa = p1 - ei + ei * (2.0 * st[0])
+    pb = p2 - ej + ej * (2.0 * st[1])
+    return emit(n, w, 0.5 * (pa + pb), axis, best, g1, g2, margin, out)
+
+
+@wp.func
 def box_box(
     n: int,
     w: int,
@@ -310,21 +351,4 @@ def box_box(
         # apart, and the faces do not overlap across the axis (boxes offset diagonally, closest at an
         # edge or corner)
         return _boxes_apart(n, w, c1, q1, s1, c2, q2, s2, g1, g2, margin, out)
-    # edge-edge: the edge of each box that reaches furthest toward the other
-    i = idx / 3
-    j = idx % 3
-    p1 = c1
-    p2 = c2
-    for k in range(3):
-        a1 = col(r1, k)
-        a2 = col(r2, k)
-        if k != i:
-            p1 = p1 + a1 * (s1[k] * wp.sign(wp.dot(a1, axis)))
-        if k != j:
-            p2 = p2 - a2 * (s2[k] * wp.sign(wp.dot(a2, axis)))
-    ei = col(r1, i) * s1[i]
-    ej = col(r2, j) * s2[j]
-    st = segments_closest_t(p1 - ei, p1 + ei, p2 - ej, p2 + ej)
-    pa = p1 - ei + ei * (2.0 * st[0])
-    pb = p2 - ej + ej * (2.0 * st[1])
-    return emit(n, w, 0.5 * (pa + pb), axis, best, g1, g2, margin, out)
+    return _edge_edge_contact(n, w, c1, r1, s1, c2, r2, s2, idx, axis, best, g1, g2, margin, out)

@@ -443,6 +443,82 @@ def start_row(
 
 
 @wp.func
+def _friction_sweep(cd: ContactData, w: int, nc: int, dofs: Any) -> float:
+    """One Gauss-Seidel sweep over the contacts' friction pairs, the normal impulses held: each
+    stops its tangential velocity with its 2x2 block of W, within its cone. Applies the change to
+    ``vel``; returns the largest velocity change."""
+    change = float(0.0)
+    c = int(0)
+    while c < nc:  # friction, the normal impulses held
+        lam = cd.lam[w, c]
+        # no normal impulse, no friction: nothing to change (and idle rows are empty)
+        if lam[0] != 0.0 or lam[1] != 0.0 or lam[2] != 0.0:
+            blk = cd.wblk[w, c]
+            u = _rows_dot(cd.jac, cd.vel, cd.trees, w, c, dofs)
+            # drive both tangential velocities to zero with the 2x2 block, then the cone
+            det = blk[1, 1] * blk[2, 2] - blk[1, 2] * blk[2, 1]
+            l1 = lam[1] - (blk[2, 2] * u[1] - blk[1, 2] * u[2]) / det
+            l2 = lam[2] - (blk[1, 1] * u[2] - blk[2, 1] * u[1]) / det
+            norm = wp.sqrt(l1 * l1 + l2 * l2)
+            limit = cd.mu[w, c] * lam[0]
+            if norm > limit:  # sliding: full friction against the slip velocity (maximal dissipation)
+                slip = wp.sqrt(u[1] * u[1] + u[2] * u[2])
+                # below SLIP_DIRECTION_MIN the slip's direction is mostly this round's residual: the
+                # full impulse along it makes the rounds of a cube crushed between hand and floor
+                # oscillate; the stick impulse's radial projection onto the cone does not
+                if slip > SLIP_DIRECTION_MIN:
+                    l1 = -limit * u[1] / slip
+                    l2 = -limit * u[2] / slip
+                else:
+                    scale = limit / wp.max(norm, 1.0e-20)
+                    l1 = l1 * scale
+                    l2 = l2 * scale
+            dlam = wp.vec3(0.0, l1 - lam[1], l2 - lam[2])
+            if dlam[1] != 0.0 or dlam[2] != 0.0:
+                _apply(cd.ajac, cd.vel, cd.trees, w, c, dlam, dofs)
+            cd.lam[w, c] = wp.vec3(lam[0], l1, l2)
+            change = wp.max(change, wp.max(wp.abs(dlam[1]) * blk[1, 1], wp.abs(dlam[2]) * blk[2, 2]))
+        c += 1
+    return change
+
+
+@wp.func
+def _project_cones(cd: ContactData, w: int, nc: int, dofs: Any) -> bool:
+    """Friction impulses outside their contact's cone projected radially onto it (the last normal
+    solve may have shrunk a normal impulse after its friction was solved), applied to ``vel``;
+    whether any was."""
+    projected = int(0)
+    c = int(0)
+    while c < nc:
+        lam = cd.lam[w, c]
+        norm = wp.sqrt(lam[1] * lam[1] + lam[2] * lam[2])
+        limit = cd.mu[w, c] * lam[0]
+        if norm > limit * (1.0 + 1.0e-3):
+            scale = limit / norm
+            dlam = wp.vec3(0.0, lam[1] * (scale - 1.0), lam[2] * (scale - 1.0))
+            _apply(cd.ajac, cd.vel, cd.trees, w, c, dlam, dofs)
+            cd.lam[w, c] = wp.vec3(lam[0], lam[1] * scale, lam[2] * scale)
+            projected = 1
+        c += 1
+    return projected == 1
+
+
+@wp.func
+def _keep_warm_start(cd: ContactData, w: int, nc: int, nrow: int, dt: float):
+    """The rows' final impulses, states, pairs and contact points, for the next substep's warm
+    start; the contacts' forces (N) into ``cd.force``."""
+    c = int(0)
+    while c < nrow:
+        cd.lam_prev[w, c] = cd.lam[w, c]
+        cd.lam_state[w, c] = cd.state[w, c]
+        cd.lam_geom[w, c] = cd.row_key[w, c]
+        if c < nc:
+            cd.force[w, c] = cd.lam[w, c] / dt
+            cd.lam_pos[w, c] = cd.slots.pos[w, c]
+        c += 1
+
+
+@wp.func
 def solve_contacts(
     cm: ContactModel,
     cd: ContactData,
@@ -488,53 +564,9 @@ def solve_contacts(
     while rounds < iterations + CONE_PASSES:
         change = float(0.0)
         if cone == 0:
-            c = int(0)
-            while c < nc:  # friction, the normal impulses held
-                lam = cd.lam[w, c]
-                # no normal impulse, no friction: nothing to change (and idle rows are empty)
-                if lam[0] != 0.0 or lam[1] != 0.0 or lam[2] != 0.0:
-                    blk = cd.wblk[w, c]
-                    u = _rows_dot(cd.jac, cd.vel, cd.trees, w, c, dofs)
-                    # drive both tangential velocities to zero with the 2x2 block, then the cone
-                    det = blk[1, 1] * blk[2, 2] - blk[1, 2] * blk[2, 1]
-                    l1 = lam[1] - (blk[2, 2] * u[1] - blk[1, 2] * u[2]) / det
-                    l2 = lam[2] - (blk[1, 1] * u[2] - blk[2, 1] * u[1]) / det
-                    norm = wp.sqrt(l1 * l1 + l2 * l2)
-                    limit = cd.mu[w, c] * lam[0]
-                    if norm > limit:  # sliding: full friction against the slip velocity (maximal dissipation)
-                        slip = wp.sqrt(u[1] * u[1] + u[2] * u[2])
-                        # below SLIP_DIRECTION_MIN the slip's direction is mostly this round's residual: the
-                        # full impulse along it makes the rounds of a cube crushed between hand and floor
-                        # oscillate; the stick impulse's radial projection onto the cone does not
-                        if slip > SLIP_DIRECTION_MIN:
-                            l1 = -limit * u[1] / slip
-                            l2 = -limit * u[2] / slip
-                        else:
-                            scale = limit / wp.max(norm, 1.0e-20)
-                            l1 = l1 * scale
-                            l2 = l2 * scale
-                    dlam = wp.vec3(0.0, l1 - lam[1], l2 - lam[2])
-                    if dlam[1] != 0.0 or dlam[2] != 0.0:
-                        _apply(cd.ajac, cd.vel, cd.trees, w, c, dlam, dofs)
-                    cd.lam[w, c] = wp.vec3(lam[0], l1, l2)
-                    change = wp.max(change, wp.max(wp.abs(dlam[1]) * blk[1, 1], wp.abs(dlam[2]) * blk[2, 2]))
-                c += 1
-        else:
-            projected = int(0)
-            c = int(0)
-            while c < nc:
-                lam = cd.lam[w, c]
-                norm = wp.sqrt(lam[1] * lam[1] + lam[2] * lam[2])
-                limit = cd.mu[w, c] * lam[0]
-                if norm > limit * (1.0 + 1.0e-3):
-                    scale = limit / norm
-                    dlam = wp.vec3(0.0, lam[1] * (scale - 1.0), lam[2] * (scale - 1.0))
-                    _apply(cd.ajac, cd.vel, cd.trees, w, c, dlam, dofs)
-                    cd.lam[w, c] = wp.vec3(lam[0], lam[1] * scale, lam[2] * scale)
-                    projected = 1
-                c += 1
-            if projected == 0:
-                break
+            change = _friction_sweep(cd, w, nc, dofs)
+        elif not _project_cones(cd, w, nc, dofs):
+            break
         # the normal solve last: whatever friction left unconverged, no contact goes deeper
         change = wp.max(change, _solve_normals(cd, w, nrow, dofs))
         rounds += 1
@@ -547,13 +579,5 @@ def solve_contacts(
             cone = 1
             cd.rounds[w] = rounds
             rounds = iterations
-    c = int(0)  # the warm start of the next substep
-    while c < nrow:
-        cd.lam_prev[w, c] = cd.lam[w, c]
-        cd.lam_state[w, c] = cd.state[w, c]
-        cd.lam_geom[w, c] = cd.row_key[w, c]
-        if c < nc:
-            cd.force[w, c] = cd.lam[w, c] / dt
-            cd.lam_pos[w, c] = cd.slots.pos[w, c]
-        c += 1
+    _keep_warm_start(cd, w, nc, nrow, dt)
     forget_contacts(cd, w, nrow)
