@@ -115,16 +115,17 @@ def sample(env, policy, obs, seconds: float, frequency: int, out: Path) -> float
     return rate
 
 
-def symbol_offsets(obj: Path) -> dict[str, int]:
-    """Offsets of the functions in the object's code section."""
-    out = {}
+def symbol_offsets(obj: Path) -> tuple[dict[str, int], int]:
+    """Offsets of the functions in the object's code section, and where its last function ends."""
+    out, end = {}, 0
     for line in subprocess.run(
         ["objdump", "-t", str(obj)], capture_output=True, text=True, check=True
     ).stdout.splitlines():
         f = line.split()
         if len(f) >= 6 and f[2] == "F" and "text" in f[3]:
             out[f[-1]] = int(f[0], 16)
-    return out
+            end = max(end, int(f[0], 16) + int(f[4], 16))
+    return out, end
 
 
 def _name(fn: str) -> str:
@@ -227,11 +228,10 @@ def main(argv=None) -> int:
         ips = subprocess.run(
             ["perf", "script", "-i", str(data), "-F", "ip"], capture_output=True, text=True, check=True
         )
-    symbols = symbol_offsets(obj)
+    symbols, size = symbol_offsets(obj)
     base = entry - next(
         off for name, off in symbols.items() if name.startswith("step_") and name.endswith("_cpu_forward")
     )
-    size = obj.stat().st_size
     samples = [int(x, 16) - base for x in ips.stdout.split()]
     counts = collections.Counter(o for o in samples if 0 <= o < size)
     print(
