@@ -91,15 +91,22 @@ def test_ppo_learns_a_trivial_task(tmp_path):
     assert reached.float().mean() > 0.9
 
 
+def _reach_params(bf16: bool) -> torch.Tensor:
+    """Reach's parameters after 2 small iterations of seed 0."""
+    overrides = {"train": {"num_envs": 16, "ppo": {"num_steps": 8, "bf16": bf16}}}
+    runner = Runner(load_run_spec("WarpGym/FrankaReach-v0", overrides=overrides), _ctx(), None)
+    runner.train(max_iterations=2)
+    return torch.cat([p.detach().reshape(-1) for p in runner.module.parameters()])
+
+
 def test_same_seed_same_parameters():
-    overrides = {"train": {"num_envs": 16, "ppo": {"num_steps": 8}}}
-    spec = load_run_spec("WarpGym/FrankaReach-v0", overrides=overrides)
-    params = []
-    for _ in range(2):
-        runner = Runner(spec, _ctx(), None)
-        runner.train(max_iterations=2)
-        params.append(torch.cat([p.detach().reshape(-1) for p in runner.module.parameters()]))
-    assert torch.equal(params[0], params[1])
+    assert torch.equal(_reach_params(False), _reach_params(False))
+
+
+def test_a_bf16_update_repeats_bit_for_bit_and_is_not_the_float32_one():
+    bf16 = _reach_params(True)
+    assert torch.equal(bf16, _reach_params(True))
+    assert not torch.equal(bf16, _reach_params(False))
 
 
 def _point_spec():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 
 import torch
 from torch import nn
@@ -17,6 +18,12 @@ from .storage import RolloutStorage
 __all__ = ["PPO"]
 
 
+def _cpu_has_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 matrices natively (torch's own capability checks)."""
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
+
+
 class PPO:
     """Optimizes ``model`` (the DDP wrapper under torchrun) whose parameters are ``module``'s."""
 
@@ -25,6 +32,12 @@ class PPO:
         self.lr = torch.tensor(cfg.learning_rate, device=device)  # a tensor: adapted without a sync
         self.optimizer = torch.optim.Adam(module.parameters(), lr=self.lr, capturable=device.type == "cuda")
         self.generator = torch.Generator(device=device).manual_seed(seed)  # minibatch order
+        if cfg.bf16 and device.type == "cpu" and not _cpu_has_bf16():
+            warnings.warn(
+                "train.ppo.bf16: this CPU has neither AVX512-BF16 nor AMX, so bfloat16 matrix products are "
+                "emulated and the update runs many times slower than in float32",
+                stacklevel=2,
+            )
 
     def load_optimizer_state(self, state: dict, lr: float) -> None:
         """Adam's state and the learning rate from a checkpoint, possibly saved on another device:
@@ -43,7 +56,9 @@ class PPO:
             group["lr"] = self.lr
 
     def update(self, s: RolloutStorage) -> dict[str, torch.Tensor]:
-        """``num_epochs`` passes of ``num_minibatches`` over the rollout; returns mean losses (device)."""
+        """``num_epochs`` passes of ``num_minibatches`` over the rollout; returns mean losses (device).
+        With ``bf16`` the model's forward (and so its backward) runs under bfloat16 autocast; the
+        losses, the gradients' clipping and Adam work in float32, as does the rollout's policy."""
         c = self.cfg
         obs, actions, old_logp = s.flat("obs"), s.flat("actions"), s.flat("log_probs")
         old_values, returns, advantages, old_means = (
@@ -59,7 +74,9 @@ class PPO:
             order = torch.randperm(n, generator=self.generator, device=self.device)
             for k in range(c.num_minibatches):
                 idx = order[k * size : (k + 1) * size]
-                mean, log_std, value = self.model(obs[idx])
+                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=c.bf16):
+                    mean, log_std, value = self.model(obs[idx])
+                mean, value = mean.float(), value.float()
                 logp = gaussian_log_prob(actions[idx], mean, log_std)
                 adv = advantages[idx]
                 if c.normalize_advantages:
