@@ -103,8 +103,13 @@ def _coerce(typ: Any, value: Any, key: str) -> Any:
         args = typing.get_args(typ)
         if value is None and type(None) in args:
             return None
-        inner = [a for a in args if a is not type(None)]
-        return _coerce(inner[0], value, key)
+        errors = []
+        for inner in (a for a in args if a is not type(None)):
+            try:
+                return _coerce(inner, value, key)
+            except ConfigError as err:
+                errors.append(str(err).removeprefix(f"{key}: "))
+        raise ConfigError(f"{key}: {' or '.join(errors)}")
     if origin is tuple:
         args = typing.get_args(typ)
         if not isinstance(value, list | tuple):

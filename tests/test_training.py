@@ -17,12 +17,14 @@ from host_sync import no_host_sync
 from torch.utils._python_dispatch import _disable_current_modes
 
 import sim_core as sc
+from warpgym.config import ConfigError
 from warpgym.render import RenderUnavailableError
 from warpgym.training import distributed
 from warpgym.training.checkpoint import load_checkpoint
 from warpgym.training.cli import play
 from warpgym.training.config import load_run_spec, parse_overrides
 from warpgym.training.logger import Logger
+from warpgym.training.ppo import _cpu_has_bf16, uses_bf16
 from warpgym.training.runner import Runner
 from warpgym.training.storage import bootstrap_truncated, gae
 from warpgym.training.video import add_video_to_tensorboard
@@ -107,6 +109,15 @@ def test_a_bf16_update_repeats_bit_for_bit_and_is_not_the_float32_one():
     bf16 = _reach_params(True)
     assert torch.equal(bf16, _reach_params(True))
     assert not torch.equal(bf16, _reach_params(False))
+
+
+def test_bf16_auto_is_on_for_a_cpu_with_native_bf16_only():
+    assert uses_bf16("auto", torch.device("cpu")) == _cpu_has_bf16()
+    assert uses_bf16("auto", torch.device("cuda")) is False
+    assert uses_bf16(True, torch.device("cuda")) and not uses_bf16(False, torch.device("cpu"))
+    assert load_run_spec("WarpGym/FrankaReach-v0").train.ppo.bf16 == "auto"
+    with pytest.raises(ConfigError, match=r"train\.ppo\.bf16: expected a bool, got 'yes' or expected one of"):
+        load_run_spec("WarpGym/FrankaReach-v0", overrides=parse_overrides(["train.ppo.bf16=yes"]))
 
 
 def _point_spec():

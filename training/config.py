@@ -36,8 +36,9 @@ class PPOConfig:
     normalize_obs: bool  # running mean/std of observations, saved with the checkpoint
     normalize_advantages: bool  # per minibatch
     # the update's forward and backward passes under bfloat16 autocast (weights, Adam and the losses
-    # stay float32): about 1.8x faster updates on a CPU with AVX512-BF16 or AMX
-    bf16: bool = False
+    # stay float32): about 1.8x faster updates on a CPU with AVX512-BF16 or AMX. "auto": on where
+    # the device is such a CPU; off on CUDA and on CPUs that would emulate bfloat16
+    bf16: bool | Literal["auto"] = "auto"
 
     def __post_init__(self):
         for name in ("num_steps", "num_epochs", "num_minibatches"):
@@ -48,6 +49,8 @@ class PPOConfig:
             _check(f"train.ppo.{name}", getattr(self, name), getattr(self, name) > 0, "a number > 0")
         for name in ("value_clip", "value_coef", "entropy_coef"):
             _check(f"train.ppo.{name}", getattr(self, name), getattr(self, name) >= 0, "a number >= 0")
+        bf16_ok = isinstance(self.bf16, bool) or self.bf16 == "auto"
+        _check("train.ppo.bf16", self.bf16, bf16_ok, 'true, false or "auto"')
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,15 @@ def _cpu_has_bf16() -> bool:
     return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
 
 
+def uses_bf16(setting: bool | str, device: torch.device) -> bool:
+    """Whether the update runs under bfloat16 autocast for ``train.ppo.bf16 = setting`` on ``device``:
+    ``"auto"`` is on for a CPU with native bfloat16 matrix products and off elsewhere (on CUDA the
+    option has not been measured; an emulating CPU runs it many times slower)."""
+    if setting == "auto":
+        return device.type == "cpu" and _cpu_has_bf16()
+    return bool(setting)
+
+
 class PPO:
     """Optimizes ``model`` (the DDP wrapper under torchrun) whose parameters are ``module``'s."""
 
@@ -32,7 +41,8 @@ class PPO:
         self.lr = torch.tensor(cfg.learning_rate, device=device)  # a tensor: adapted without a sync
         self.optimizer = torch.optim.Adam(module.parameters(), lr=self.lr, capturable=device.type == "cuda")
         self.generator = torch.Generator(device=device).manual_seed(seed)  # minibatch order
-        if cfg.bf16 and device.type == "cpu" and not _cpu_has_bf16():
+        self.bf16 = uses_bf16(cfg.bf16, device)
+        if cfg.bf16 is True and device.type == "cpu" and not _cpu_has_bf16():
             warnings.warn(
                 "train.ppo.bf16: this CPU has neither AVX512-BF16 nor AMX, so bfloat16 matrix products are "
                 "emulated and the update runs many times slower than in float32",
@@ -57,8 +67,9 @@ class PPO:
 
     def update(self, s: RolloutStorage) -> dict[str, torch.Tensor]:
         """``num_epochs`` passes of ``num_minibatches`` over the rollout; returns mean losses (device).
-        With ``bf16`` the model's forward (and so its backward) runs under bfloat16 autocast; the
-        losses, the gradients' clipping and Adam work in float32, as does the rollout's policy."""
+        With bfloat16 (``uses_bf16``) the model's forward (and so its backward) runs under bfloat16
+        autocast; the losses, the gradients' clipping and Adam work in float32, as does the rollout's
+        policy."""
         c = self.cfg
         obs, actions, old_logp = s.flat("obs"), s.flat("actions"), s.flat("log_probs")
         old_values, returns, advantages, old_means = (
@@ -74,7 +85,7 @@ class PPO:
             order = torch.randperm(n, generator=self.generator, device=self.device)
             for k in range(c.num_minibatches):
                 idx = order[k * size : (k + 1) * size]
-                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=c.bf16):
+                with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
                     mean, log_std, value = self.model(obs[idx])
                 mean, value = mean.float(), value.float()
                 logp = gaussian_log_prob(actions[idx], mean, log_std)

@@ -98,6 +98,7 @@ class Runner:
         self.logger = None
         if ctx.is_main and logdir is not None:
             extra = {"task": spec.task, "config_file": spec.config_file, "env": spec.env_overrides}
+            extra["ppo_bf16"] = self.ppo.bf16  # what train.ppo.bf16 ("auto" by default) chose here
             self.logger = Logger(logdir, to_dict(self.cfg), {**extra, "world_size": ctx.world_size})
         self._obs, _ = self.env.reset(seed=seed + ctx.rank)
         self._stats = torch.zeros(len(_STATS), device=self.device)
