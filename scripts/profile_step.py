@@ -2,11 +2,13 @@
 """Where the CPU step kernel's time goes: by stage of the step, and by contact-solver function.
 
 Runs a task with random actions, or with a checkpoint's policy plus Gaussian exploration noise (the
-states training visits), samples the process with Linux ``perf`` and maps the samples in the
+states training visits), or one of ``bench_sim.py``'s scenes driven as it drives them (fresh random
+joint targets every step), samples the process with Linux ``perf`` and maps the samples in the
 generated step kernel to its stages and to the Warp functions inlined into it.
 
     python scripts/profile_step.py --task WarpGym/FrankaLift-v0
     python scripts/profile_step.py --checkpoint runs/lift/checkpoints/last.pt --n-envs 1024
+    python scripts/profile_step.py --scene arm_cube --n-envs 16384
 
 Needs ``perf`` and binutils (``objdump``, ``addr2line``). The generated kernels are compiled once more
 with line tables (``-debug-info-kind=line-tables-only``, otherwise the same flags; Warp caches them
@@ -16,7 +18,8 @@ turns it into the chain of inlined functions and the generated C++ line, whose `
 names the line of the generated Python, and the nearest ``# ---- stage`` comment above that line
 names the stage. Functions Warp does not inline (the narrow phase's large pair functions) carry no
 caller and are listed under their own names. The figures are shares of the samples in the step
-kernel's module.
+kernel's module and, for the stages, CPU time per env-step (ns, over every thread that ran the
+step), which compares batch sizes.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="WarpGym/FrankaLift-v0", help="ignored with --checkpoint (its task)")
     p.add_argument("--checkpoint", help="drive the env with this checkpoint's policy (plus --noise)")
+    p.add_argument("--scene", choices=("arm", "arm_cube"), help="a bench_sim.py scene instead of a task")
     p.add_argument("--noise", type=float, default=0.3, help="std of the Gaussian added to the policy's actions")
     p.add_argument("--n-envs", type=int, default=1024)
     p.add_argument("--warmup-steps", type=int, default=60, help="env steps before sampling starts")
@@ -54,6 +58,43 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--frequency", type=int, default=1999, help="perf samples per second")
     p.add_argument("--top", type=int, default=12, help="rows per table")
     return p.parse_args(argv)
+
+
+def task_driver(args):
+    """The task's solver, one env step per call (after ``--warmup-steps`` of them) and a label."""
+    env, policy = make_env(args)
+    obs = [env.reset(seed=0)[0]]
+
+    def advance():
+        obs[0] = env.step(policy(obs[0]))[0]
+
+    for _ in range(args.warmup_steps):
+        advance()
+    driven = f"policy of {args.checkpoint}" if args.checkpoint else "random actions"
+    return env.unwrapped.scene.sim.rigid_solver, advance, f"{env.spec.id if env.spec else args.task}, {driven}"
+
+
+def scene_driver(args):
+    """A ``bench_sim.py`` scene's solver, one step per call with fresh random joint targets (on one
+    host thread, as ``bench_sim.py`` runs it by default; after its 200 warm-up steps) and a label."""
+    from bench_sim import add_entities, dof_ranges
+
+    scene = sc.Scene(
+        sim_options=sc.SimOptions(dt=0.01, substeps=1, cpu_threads=1),
+        profiling_options=sc.ProfilingOptions(show_FPS=False),
+    )
+    franka = add_entities(sc, scene, args.scene)
+    scene.build(n_envs=args.n_envs)
+    lo, hi = (torch.as_tensor(x, dtype=torch.float32) for x in dof_ranges(scene.mjmodel))
+    g = torch.Generator().manual_seed(0)
+
+    def advance():
+        franka.control_dofs_position(torch.rand((args.n_envs, lo.numel()), generator=g) * (hi - lo) + lo)
+        scene.step()
+
+    for _ in range(200):
+        advance()
+    return scene.sim.rigid_solver, advance, f"scene {args.scene}, random joint targets"
 
 
 def make_env(args) -> tuple[gym.vector.VectorEnv, object]:
@@ -97,8 +138,8 @@ def step_kernel_location(solver) -> tuple[int, Path, Path]:
     return entry, Path(module_exec.binary_path), Path(solver.kernels.module.__file__)
 
 
-def sample(env, policy, obs, seconds: float, frequency: int, out: Path) -> float:
-    """Steps ``env`` for ``seconds`` under ``perf record``; returns env-steps/s."""
+def sample(advance, n_envs: int, seconds: float, frequency: int, out: Path) -> tuple[float, int]:
+    """Calls ``advance`` for ``seconds`` under ``perf record``; returns env-steps/s and env-steps."""
     perf = subprocess.Popen(
         ["perf", "record", "-q", "-F", str(frequency), "-p", str(os.getpid()), "-o", str(out)],
         stdout=subprocess.DEVNULL,
@@ -107,12 +148,12 @@ def sample(env, policy, obs, seconds: float, frequency: int, out: Path) -> float
     time.sleep(1.0)  # perf attaches
     steps, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds:
-        obs, *_ = env.step(policy(obs))
+        advance()
         steps += 1
-    rate = steps * env.num_envs / (time.perf_counter() - t0)
+    rate = steps * n_envs / (time.perf_counter() - t0)
     perf.send_signal(signal.SIGINT)
     perf.wait()
-    return rate
+    return rate, steps * n_envs
 
 
 def symbol_offsets(obj: Path) -> tuple[dict[str, int], int]:
@@ -178,7 +219,8 @@ def stage_of_lines(cpp: Path, py: Path) -> list[str]:
 BREAKDOWNS = ("solve_contacts", "_solve_normals")  # functions whose samples are split by their callee
 
 
-def report(counts: dict[int, int], chains, stage_at: list[str], top: int) -> None:
+def report(counts: dict[int, int], chains, stage_at: list[str], top: int, ns_per_sample: float) -> None:
+    """The tables; ``ns_per_sample``: CPU time per env-step that one sample stands for."""
     total = sum(counts.values())
     by_stage, contacts = collections.Counter(), collections.Counter()
     callees = {f: collections.Counter() for f in BREAKDOWNS}
@@ -205,9 +247,10 @@ def report(counts: dict[int, int], chains, stage_at: list[str], top: int) -> Non
     ]
     tables += [(f"{f}, by the function it calls", table) for f, table in callees.items()]
     for title, table in tables:
-        print(f"\n{title} (share of the module's samples):")
+        per_env = table is by_stage
+        print(f"\n{title} (share of the module's samples{', ns per env-step' if per_env else ''}):")
         for k, v in table.most_common(top):
-            print(f"  {v / total:6.1%}  {k}")
+            print(f"  {v / total:6.1%}  {f'{v * ns_per_sample:6.0f}  ' if per_env else ''}{k}")
 
 
 def main(argv=None) -> int:
@@ -216,15 +259,11 @@ def main(argv=None) -> int:
     sim_core.step.cpu_compiler_flags = lambda: flags() + LINE_TABLES
     torch.set_num_threads(1)
     sc.init(backend=sc.cpu)
-    env, policy = make_env(args)
-    obs, _ = env.reset(seed=0)
-    for _ in range(args.warmup_steps):
-        obs, *_ = env.step(policy(obs))
-    solver = env.unwrapped.scene.sim.rigid_solver
+    solver, advance, label = (scene_driver if args.scene else task_driver)(args)
     entry, obj, py = step_kernel_location(solver)
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "perf.data"
-        rate = sample(env, policy, obs, args.seconds, args.frequency, data)
+        rate, env_steps = sample(advance, args.n_envs, args.seconds, args.frequency, data)
         ips = subprocess.run(
             ["perf", "script", "-i", str(data), "-F", "ip"], capture_output=True, text=True, check=True
         )
@@ -234,16 +273,16 @@ def main(argv=None) -> int:
     )
     samples = [int(x, 16) - base for x in ips.stdout.split()]
     counts = collections.Counter(o for o in samples if 0 <= o < size)
+    module = sum(counts.values())
+    ns_per_sample = 1e9 / args.frequency / env_steps
     print(
-        f"{env.spec.id if env.spec else args.task}, {args.n_envs} envs, "
-        f"{'policy of ' + args.checkpoint if args.checkpoint else 'random actions'}: {rate:,.0f} env-steps/s "
-        f"while sampled; {sum(counts.values()) / max(len(samples), 1):.1%} of {len(samples)} samples "
-        "in the step kernel's module"
+        f"{label}, {args.n_envs} envs: {rate:,.0f} env-steps/s while sampled; "
+        f"{module / max(len(samples), 1):.1%} of {len(samples)} samples in the step kernel's module, "
+        f"{module * ns_per_sample:,.0f} ns per env-step"
     )
     chains = inline_chains(obj, sorted(counts))
     cpp = obj.with_name(obj.name.split(".cpu")[0] + ".cpp")
-    report(counts, chains, stage_of_lines(cpp, py), args.top)
-    env.close()
+    report(counts, chains, stage_of_lines(cpp, py), args.top, ns_per_sample)
     return 0
 
 
