@@ -93,7 +93,7 @@ def test_ppo_learns_a_trivial_task(tmp_path):
     assert reached.float().mean() > 0.9
 
 
-def _reach_params(bf16: bool) -> torch.Tensor:
+def _reach_params(bf16: bool | str) -> torch.Tensor:
     """Reach's parameters after 2 small iterations of seed 0."""
     overrides = {"train": {"num_envs": 16, "ppo": {"num_steps": 8, "bf16": bf16}}}
     runner = Runner(load_run_spec("WarpGym/FrankaReach-v0", overrides=overrides), _ctx(), None)
@@ -113,6 +113,7 @@ def test_a_bf16_update_repeats_bit_for_bit_and_is_not_the_float32_one():
 
 def test_bf16_auto_is_on_for_a_cpu_with_native_bf16_only():
     assert uses_bf16("auto", torch.device("cpu")) == _cpu_has_bf16()
+    assert torch.equal(_reach_params("auto"), _reach_params(_cpu_has_bf16()))  # the default takes effect
     assert uses_bf16("auto", torch.device("cuda")) is False
     assert uses_bf16(True, torch.device("cuda")) and not uses_bf16(False, torch.device("cpu"))
     assert load_run_spec("WarpGym/FrankaReach-v0").train.ppo.bf16 == "auto"
