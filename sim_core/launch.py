@@ -17,7 +17,7 @@ from types import ModuleType
 
 import warp as wp
 
-from . import adaptive_split, host_threads
+from . import adaptive_split, host_threads, prefetch
 from .adaptive_split import INLINE_REDO
 from .contact import buffers
 from .engine import actuation
@@ -57,7 +57,7 @@ class ContactArgs:
 class SplitArgs:
     """The adaptive split's state (``adaptive_split.py``): each env's start state and substep count."""
 
-    qpos0: wp.array  # (nworld, nq) the step's start state, for a redo
+    qpos0: wp.array  # (nworld, nq) the step's start state, for a redo (``buffers.scratch``)
     qvel0: wp.array  # (nworld, nv)
     split: wp.array  # (nworld,) int32 substeps each env's last step was split into
     redo_envs: wp.array  # (nworld,) int32 the envs of the redo launch, one per thread
@@ -65,6 +65,12 @@ class SplitArgs:
 
     def inputs(self, split_pass: int, detect: int) -> list:
         return [self.qpos0, self.qvel0, self.split, self.redo_envs, split_pass, self.depth, detect]
+
+    def with_own_scratch(self) -> SplitArgs:
+        """The same, with a start state of its own (``contact.buffers.scratch``: on the CPU one env's
+        worth), for another host thread."""
+        own = lambda a: buffers.scratch(a.shape, a.dtype, str(a.device))  # noqa: E731
+        return dataclasses.replace(self, qpos0=own(self.qpos0), qvel0=own(self.qvel0))
 
 
 def _cache_dir() -> Path:
@@ -127,16 +133,21 @@ def _record(
     n = d.qpos.shape[0]
     per_thread = host_threads.ENVS_PER_THREAD if d.qpos.device.is_cpu and split_pass in (-1, INLINE_REDO) else 1
 
+    state = [d.qpos, d.qvel, *_control_inputs(d)]
+    rows = [*state, d.qfrc_actuator, d.xpos, d.xquat, *(contact_args.inputs() if contact_args else []), *split]
+    pf = int(detect < 0 and prefetch.wanted(rows, n, d.qpos.device))  # the step's pass, on the CPU
+
     def share(tid0: int, stride: int, dim: int) -> wp.Launch:
-        ca = contact_args
-        if ca and tid0 > 0:  # another host thread: solver scratch of its own
+        ca, sa = contact_args, split_args
+        if ca and tid0 > 0:  # another host thread: solver scratch and a start state of its own
             ca = dataclasses.replace(ca, data=buffers.with_own_scratch(ca.data))
-        extra = [d.xpos, d.xquat, *ca.inputs()] if ca else []
+            sa = sa.with_own_scratch()
+        extra = [d.xpos, d.xquat, *ca.inputs(), *sa.inputs(split_pass, detect)] if ca else []
         return wp.launch(
             k.step,
             dim=dim,
-            inputs=[d.qpos, d.qvel, *_control_inputs(d), gravity, dt, nsub, per_thread, tid0, stride],
-            outputs=[d.qfrc_actuator, *extra, *split],
+            inputs=[*state, gravity, dt, nsub, per_thread, tid0, stride, pf],
+            outputs=[d.qfrc_actuator, *extra],
             device=d.qpos.device,
             record_cmd=True,
         )

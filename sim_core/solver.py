@@ -77,7 +77,8 @@ class RigidSolver:
         if contact_args is not None:  # the adaptive split's state (step.py): start state, substeps per env
             depth = self.rigid_options.split_depth
             self._redo_envs = torch.arange(self.nworld, dtype=torch.int32, device=device)
-            start = [wp.zeros_like(self._data.qpos), wp.zeros_like(self._data.qvel)]
+            d = self._data
+            start = [buffers.scratch(a.shape, wp.float32, self.wp_device) for a in (d.qpos, d.qvel)]
             flags = [wp.from_torch(self._split), wp.from_torch(self._redo_envs)]
             split_args = launch.SplitArgs(*start, *flags, float(depth) if depth is not None else 0.0)
         self.cpu_threads = o.cpu_threads or host_threads.default_threads()  # host threads of a CPU step

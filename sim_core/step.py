@@ -31,7 +31,7 @@ import contextlib
 
 import warp as wp
 
-from . import adaptive_split, handoff
+from . import adaptive_split, handoff, prefetch
 from .contact import emit_pairs, rows
 from .engine import actuation, dynamics, integrator, kinematics
 from .engine.codegen import Emitter
@@ -50,6 +50,7 @@ _HEADER = """\
 import warp as wp
 
 from sim_core.engine.quaternion import quat_integrate, quat_wxyz
+from sim_core.prefetch import prefetch_read, prefetch_write
 {contact_imports}
 wp.set_module_options({{"enable_backward": False, "optimization_level": 3, "max_unroll": {max_unroll}}})
 wp.set_module_options({{"cpu_compiler_flags": {cpu_flags!r}}})
@@ -177,7 +178,7 @@ def _emit_step_kernel(t: Tree, e: Emitter, substeps: int, contacts: bool) -> Non
     e("@wp.kernel")
     e(
         f"def step({_STATE_ARGS}, {_CONTROL_ARGS}, gravity: wp.vec3, dt_step: float, nsub: int, "
-        f"per_thread: int, tid0: int, tid_stride: int, qfrc_actuator_out: {_F}{extra}):"
+        f"per_thread: int, tid0: int, tid_stride: int, prefetch: int, qfrc_actuator_out: {_F}{extra}):"
     )
     with e.indent():
         # each thread steps ``per_thread`` envs in turn: on the CPU, where Warp calls the kernel
@@ -186,6 +187,8 @@ def _emit_step_kernel(t: Tree, e: Emitter, substeps: int, contacts: bool) -> Non
         # launch may run a share of the threads (tid0, tid0 + tid_stride, ...: host_threads.py)
         e("_tid = tid0 + wp.tid() * tid_stride")
         with adaptive_split.env_loop(e, contacts):
+            e.stage("prefetch", "prefetch.emit_prefetch")
+            prefetch.emit_prefetch(t, e, contacts)
             _emit_load_state(t, e)
             e("dt = float(dt_step)")
             if contacts:

@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sim_core as sc  # noqa: E402
+from sim_core import prefetch  # noqa: E402
 from sim_core.contact.frame import contact_frame  # noqa: E402
 from sim_core.transforms import quat_mul, quat_rotate  # noqa: E402
 from warpgym.ik import dls_step  # noqa: E402
@@ -448,6 +449,22 @@ def test_the_number_of_host_threads_changes_no_bit():
     assert (arm > 0).float().mean() > 0.5  # most hands pressed on the cube or the floor
     for threads in (2, 3):
         assert torch.equal(_arm_and_cube_run(targets, cpu_threads=threads, reset_odd=True)[0], one), threads
+
+
+def test_prefetching_the_next_envs_rows_changes_no_bit(monkeypatch):
+    """The CPU step prefetches the next env's rows in batches too large for the caches
+    (``sim_core/prefetch.py``); forced on for a small batch, on 1 and 2 host threads, it ends bit
+    for bit where the step without it does, hands on the cube and envs reset mid-run."""
+    g = torch.Generator().manual_seed(4)
+    steps, n = 40, 140
+    walk = torch.cumsum(0.1 * (torch.rand(steps, n, 9, generator=g) - 0.5), 0)  # as random_arm_stress
+    targets = torch.tensor(GRASP_READY + (0.0, 0.0)) + walk
+    targets[..., 7:] = 0.04 * torch.rand(steps, n, 2, generator=g)
+    plain, arm = _arm_and_cube_run(targets, cpu_threads=1, reset_odd=True)
+    assert (arm > 0).float().mean() > 0.5  # most hands pressed on the cube or the floor
+    monkeypatch.setattr(prefetch, "MIN_BYTES", 0)
+    for threads in (1, 2):
+        assert torch.equal(_arm_and_cube_run(targets, cpu_threads=threads, reset_odd=True)[0], plain), threads
 
 
 def fast_cube_on_the_floor(split_depth) -> float:

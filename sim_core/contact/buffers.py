@@ -15,6 +15,7 @@ __all__ = [
     "SCRATCH",
     "build_contact_model",
     "make_contact_data",
+    "scratch",
     "with_own_scratch",
     "vec5",
 ]
@@ -132,7 +133,7 @@ def make_contact_data(
     per_env = np.tile(np.asarray(friction, np.float32), (nworld, 1))
     cd.friction = wp.array(per_env, dtype=wp.float32, device=device)
     for name, (shape, dtype) in _scratch_fields(rows, nlim, nv, nfac).items():
-        setattr(cd, name, _scratch((nworld, *shape), dtype, device))
+        setattr(cd, name, scratch((nworld, *shape), dtype, device))
     cd.lam_prev = z((nworld, rows), wp.vec3)  # the warm start: kept per env from one substep to the next
     cd.lam_geom = wp.full((nworld, rows), wp.vec2i(-1, -1), dtype=wp.vec2i, device=device)
     cd.lam_pos = z((nworld, rows), wp.vec3)
@@ -154,9 +155,10 @@ def _scratch_fields(rows: int, nlim: int, nv: int, nfac: int) -> dict[str, tuple
 SCRATCH = tuple(_scratch_fields(1, 1, 1, 1))
 
 
-def _scratch(shape: tuple, dtype, device: str) -> wp.array:
+def scratch(shape: tuple, dtype, device: str) -> wp.array:
     """A scratch array of ``shape`` (env first): on a GPU each env's own; on the CPU one env's
-    worth, seen by every env through a stride of 0 (``make_contact_data``)."""
+    worth, seen by every env through a stride of 0 (``make_contact_data``; also the adaptive
+    split's start state, which on the CPU the thread that stepped an env redoes it from at once)."""
     if not wp.get_device(device).is_cpu:
         return wp.zeros(shape, dtype=dtype, device=device)
     one = wp.zeros((1, *shape[1:]), dtype=dtype, device=device)
@@ -172,5 +174,5 @@ def with_own_scratch(cd: ContactData) -> ContactData:
     out = ContactData()
     for name in ContactData.vars:
         a = getattr(cd, name)
-        setattr(out, name, _scratch(a.shape, a.dtype, str(a.device)) if name in SCRATCH else a)
+        setattr(out, name, scratch(a.shape, a.dtype, str(a.device)) if name in SCRATCH else a)
     return out
