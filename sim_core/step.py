@@ -12,7 +12,8 @@
   the adaptive split (``adaptive_split.py``): a detection pass of the same kernel first redetects
   the envs whose state a ``set_*`` changed since the last step, and an env whose step ended too
   deep in a contact has it redone in finer substeps: on the CPU by the thread that stepped it, in
-  the same launch; on CUDA in one more launch.
+  the same launch; on CUDA in one more launch. On the CPU, in a batch too large for the caches,
+  each env's pass starts by requesting the next env's rows (``prefetch.py``).
 - ``fk``: world poses of the bodies, run on demand when a getter asks for link poses after the
   state changed (a step without contacts or a ``set_*``), so a step that nobody reads poses from
   does not pay for it.
