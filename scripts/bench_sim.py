@@ -32,8 +32,10 @@ For each batch size ``n_envs`` (default 1, 64, 1024, 4096, 16384):
 Threads: ``--threads K`` (default 1) runs both simulators on K host threads of the CPU: sim_core's
 step shares its envs among K threads (``SimOptions(cpu_threads=K)``), and rollout gets a pool of K
 threads with K ``MjData`` (K = 1: the calling thread only). ``--mj-nthread K`` sets MuJoCo's alone
-(for a CUDA run against every host core). The script sets ``OMP_WAIT_POLICY=PASSIVE`` (unless it is set), so
-torch's OpenMP workers sleep rather than spin on a core between the timed target draws.
+(for a CUDA run against every host core). On the CPU torch gets K threads too, so the timed target
+draws run on the same K threads as sim_core's step and the sim_core column uses K threads in all.
+The script sets ``OMP_WAIT_POLICY=PASSIVE`` (unless it is set), so torch's OpenMP workers sleep
+rather than spin on a core between the timed target draws.
 
 Each size runs ``--repeats`` rounds (default 3) alternating the two simulators and keeps each one's
 best round, so a slow moment of a shared machine does not land on one side only.
@@ -490,6 +492,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     backend = "gpu" if args.device == "cuda" else "cpu"
     torch.manual_seed(args.seed)
+    if args.device == "cpu":
+        torch.set_num_threads(args.threads)  # the target draws on sim_core's threads (module docstring)
 
     import sim_core as sc
 
