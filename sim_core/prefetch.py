@@ -3,13 +3,14 @@
 On the CPU a launch thread steps its envs one after another, and each env reads and writes its row
 of some 40 per-env arrays: the state, the ten per-dof control and gain arrays, the poses, the
 contact slots, the warm start, the geoms' sizes. While a batch's rows fit in the caches, every
-step finds them there. Beyond that (``MIN_BYTES``; 16384 envs with a cube are 85 MB), each step
-reads them from memory, and the hardware prefetchers, which follow a few streams of addresses,
-lose track of 40 streams that each advance by one row per env: the stages that touch the rows cost
-up to 3x more per env (``docs/performance.md``, "Where a step's time goes"). ``emit_prefetch``
-requests the cache lines of the next env's rows at the start of each env's step, so they arrive
-during the ~1 us the current env takes. The requests change no value, so results are the same
-bit for bit with or without them.
+step finds them there. Beyond that (``MIN_BYTES``; 16384 envs with a cube are 85 MB) the stages
+that touch the rows cost up to 3x more per env than at 1024 envs, while those that compute in
+registers cost the same (``docs/performance.md``, "Where a step's time goes"): the hardware
+prefetchers do not keep up with 40 streams that each advance by one row per env (this VM has no
+hardware counters to count the misses). ``emit_prefetch`` requests the cache lines of the next
+env's rows at the start of each env's step, so they arrive during the 0.8-2.6 us the current env
+takes in bench_sim's scenes. The requests change no value, so results are the same bit for bit
+with or without them.
 
 The step kernel takes a ``prefetch`` flag (``launch.record_step`` sets it from ``wanted``): below
 ``MIN_BYTES`` the rows come from cache and the requests would only cost instructions. On CUDA the
@@ -31,8 +32,9 @@ from .engine.tree import Tree
 __all__ = ["MIN_BYTES", "prefetch_read", "prefetch_write", "emit_prefetch", "row_bytes", "wanted"]
 
 # a batch whose per-env rows take at least this many bytes has them prefetched: on the 2-core
-# EPYC VM of docs/performance.md (1 MB L2 per core, 32 MB L3) the requests cost 2-3% of the arm's
-# step at 1024 envs (3 MB of rows) and gained 6-44% from 4096 envs of the arm and 1024 with a cube
+# EPYC VM of docs/performance.md (1 MB L2 per core, 32 MB L3) the requests cost 4% of the arm's
+# step at 1024 envs (3 MB of rows) and gained 11-19% for the arm at 4096 and 16384 envs, 2-9% with
+# a cube at 1024 envs (5 MB) and 24-28% at 4096 and 16384
 MIN_BYTES = 4 << 20
 
 _SNIPPET = """
