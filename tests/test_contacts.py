@@ -394,6 +394,16 @@ def test_random_arm_commands_stay_finite_and_shallow(seed):
         assert torch.equal(r["state"], again["state"])  # same seed, same device: bit for bit
 
 
+def _walk_targets(seed: int, steps: int, n: int) -> torch.Tensor:
+    """Joint targets (steps, n, 9): a random walk from the grasp-ready pose (as random_arm_stress),
+    the fingers at random openings."""
+    g = torch.Generator().manual_seed(seed)
+    walk = torch.cumsum(0.1 * (torch.rand(steps, n, 9, generator=g) - 0.5), 0)
+    targets = torch.tensor(GRASP_READY + (0.0, 0.0)) + walk
+    targets[..., 7:] = 0.04 * torch.rand(steps, n, 2, generator=g)
+    return targets
+
+
 def _arm_and_cube_run(
     targets: torch.Tensor, cpu_threads=None, reset_odd: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -424,11 +434,7 @@ def test_an_env_steps_the_same_alone_as_in_a_batch():
     bit where it ends when stepped alone (on the CPU the solver's scratch memory is shared by the
     envs, which run one after another, so this also checks that a solve reads nothing the env
     before it left there)."""
-    g = torch.Generator().manual_seed(2)
-    steps = 120
-    walk = torch.cumsum(0.1 * (torch.rand(steps, 3, 9, generator=g) - 0.5), 0)  # as random_arm_stress
-    targets = torch.tensor(GRASP_READY + (0.0, 0.0)) + walk
-    targets[..., 7:] = 0.04 * torch.rand(steps, 3, 2, generator=g)
+    targets = _walk_targets(2, 120, 3)
     batch, arm = _arm_and_cube_run(targets)
     assert (arm[1:] > 20).all()  # the hands of envs 1 and 2 pressed on the cube or the floor
     for k in range(3):
@@ -440,11 +446,7 @@ def test_the_number_of_host_threads_changes_no_bit():
     """On the CPU the step's envs are shared among host threads (``SimOptions.cpu_threads``), each
     with solver scratch of its own: 1, 2 and 3 threads (uneven shares of 330 envs, 6 launch threads
     of 64 and a partial one) end bit for bit the same, hands on the cube and envs reset mid-run."""
-    g = torch.Generator().manual_seed(3)
-    steps, n = 60, 330
-    walk = torch.cumsum(0.1 * (torch.rand(steps, n, 9, generator=g) - 0.5), 0)  # as random_arm_stress
-    targets = torch.tensor(GRASP_READY + (0.0, 0.0)) + walk
-    targets[..., 7:] = 0.04 * torch.rand(steps, n, 2, generator=g)
+    targets = _walk_targets(3, 60, 330)
     one, arm = _arm_and_cube_run(targets, cpu_threads=1, reset_odd=True)
     assert (arm > 0).float().mean() > 0.5  # most hands pressed on the cube or the floor
     for threads in (2, 3):
@@ -455,11 +457,7 @@ def test_prefetching_the_next_envs_rows_changes_no_bit(monkeypatch):
     """The CPU step prefetches the next env's rows in batches too large for the caches
     (``sim_core/prefetch.py``); forced on for a small batch, on 1 and 2 host threads, it ends bit
     for bit where the step without it does, hands on the cube and envs reset mid-run."""
-    g = torch.Generator().manual_seed(4)
-    steps, n = 40, 140
-    walk = torch.cumsum(0.1 * (torch.rand(steps, n, 9, generator=g) - 0.5), 0)  # as random_arm_stress
-    targets = torch.tensor(GRASP_READY + (0.0, 0.0)) + walk
-    targets[..., 7:] = 0.04 * torch.rand(steps, n, 2, generator=g)
+    targets = _walk_targets(4, 40, 140)
     plain, arm = _arm_and_cube_run(targets, cpu_threads=1, reset_odd=True)
     assert (arm > 0).float().mean() > 0.5  # most hands pressed on the cube or the floor
     monkeypatch.setattr(prefetch, "MIN_BYTES", 0)
