@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import time
 from dataclasses import dataclass
 
 import torch
@@ -57,10 +58,18 @@ def setup(device: str | None) -> Context:
 
 def teardown() -> None:
     """Leave the process group together: a rank that tears its connections down while another is
-    still in a collective makes gloo abort that rank."""
+    still in a collective makes gloo abort that rank.
+
+    Then release the GIL for a moment: gloo's worker thread frees each finished collective's work
+    (the barrier's, holding the collectives before it) after the caller has returned from it, and
+    dropping the work's tensors takes the GIL. A process that reaches interpreter shutdown before
+    that thread got the GIL aborts ("terminate called without an active exception", the worker
+    thread exiting inside a destructor); a rank exits a few milliseconds after this call, less
+    than the interpreter's 5 ms switch interval after which a waiting thread gets the GIL."""
     if is_distributed():
         dist.barrier()
         dist.destroy_process_group()
+        time.sleep(0.05)
 
 
 def all_reduce_sum(t: torch.Tensor) -> torch.Tensor:
