@@ -32,9 +32,9 @@ from .engine.tree import Tree
 __all__ = ["MIN_BYTES", "prefetch_read", "prefetch_write", "emit_prefetch", "row_bytes", "wanted"]
 
 # a batch whose per-env rows take at least this many bytes has them prefetched: on the 2-core
-# EPYC VM of docs/performance.md (1 MB L2 per core, 32 MB L3) the requests cost 4% of the arm's
-# step at 1024 envs (3 MB of rows) and gained 11-19% for the arm at 4096 and 16384 envs, 2-9% with
-# a cube at 1024 envs (5 MB) and 24-28% at 4096 and 16384
+# EPYC VM of docs/performance.md (1 MB L2 per core, 32 MB L3) the requests cost up to 4% of the
+# arm's step at 1024 envs (3 MB of rows) and gained 10-19% for the arm at 4096 and 16384 envs,
+# 2-9% with a cube at 1024 envs (5 MB) and 24-30% at 4096 and 16384 (scripts/bench_prefetch.py)
 MIN_BYTES = 4 << 20
 
 _SNIPPET = """
