@@ -260,15 +260,21 @@ def add_entities(sc: Any, scene: Any, kind: str) -> Any:
     return franka
 
 
-def bench_sim_core(sc: Any, n_envs: int, steps: int, args: argparse.Namespace, kind: str):
-    """Build the scene, time ``steps`` steps with fresh random targets. Returns scene + stats."""
-    t_build = time.perf_counter()
+def build_scene(sc: Any, kind: str, n_envs: int, threads: int) -> tuple[Any, Any]:
+    """The built scene of ``kind`` (``add_entities``) over ``n_envs`` envs and its Franka."""
     scene = sc.Scene(
-        sim_options=sc.SimOptions(dt=0.01, substeps=1, cpu_threads=args.threads),
+        sim_options=sc.SimOptions(dt=0.01, substeps=1, cpu_threads=threads),
         profiling_options=sc.ProfilingOptions(show_FPS=False),
     )
     franka = add_entities(sc, scene, kind)
     scene.build(n_envs=n_envs)
+    return scene, franka
+
+
+def bench_sim_core(sc: Any, n_envs: int, steps: int, args: argparse.Namespace, kind: str):
+    """Build the scene, time ``steps`` steps with fresh random targets. Returns scene + stats."""
+    t_build = time.perf_counter()
+    scene, franka = build_scene(sc, kind, n_envs, args.threads)
     sc.synchronize()
     build_s = time.perf_counter() - t_build
 

@@ -77,14 +77,9 @@ def task_driver(args):
 def scene_driver(args):
     """A ``bench_sim.py`` scene's solver, one step per call with fresh random joint targets (on one
     host thread, as ``bench_sim.py`` runs it by default; after its 200 warm-up steps) and a label."""
-    from bench_sim import add_entities, dof_ranges
+    from bench_sim import build_scene, dof_ranges
 
-    scene = sc.Scene(
-        sim_options=sc.SimOptions(dt=0.01, substeps=1, cpu_threads=1),
-        profiling_options=sc.ProfilingOptions(show_FPS=False),
-    )
-    franka = add_entities(sc, scene, args.scene)
-    scene.build(n_envs=args.n_envs)
+    scene, franka = build_scene(sc, args.scene, args.n_envs, threads=1)
     lo, hi = (torch.as_tensor(x, dtype=torch.float32) for x in dof_ranges(scene.mjmodel))
     g = torch.Generator().manual_seed(0)
 

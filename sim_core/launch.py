@@ -134,7 +134,8 @@ def _record(
     per_thread = host_threads.ENVS_PER_THREAD if d.qpos.device.is_cpu and split_pass in (-1, INLINE_REDO) else 1
 
     state = [d.qpos, d.qvel, *_control_inputs(d)]
-    rows = [*state, d.qfrc_actuator, d.xpos, d.xquat, *(contact_args.inputs() if contact_args else []), *split]
+    contact_rows = [d.xpos, d.xquat, *contact_args.inputs()] if contact_args else []
+    rows = [*state, d.qfrc_actuator, *contact_rows, *split]
     pf = int(detect < 0 and prefetch.wanted(rows, n, d.qpos.device))  # the step's pass, on the CPU
 
     def share(tid0: int, stride: int, dim: int) -> wp.Launch:
