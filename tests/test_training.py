@@ -24,6 +24,7 @@ from warpgym.training.checkpoint import load_checkpoint
 from warpgym.training.cli import play
 from warpgym.training.config import load_run_spec, parse_overrides
 from warpgym.training.logger import Logger
+from warpgym.training.models import Tanh
 from warpgym.training.ppo import _cpu_has_bf16, uses_bf16
 from warpgym.training.runner import Runner
 from warpgym.training.storage import bootstrap_truncated, gae
@@ -119,6 +120,45 @@ def test_bf16_auto_is_on_for_a_cpu_with_native_bf16_only():
     assert load_run_spec("WarpGym/FrankaReach-v0").train.ppo.bf16 == "auto"
     with pytest.raises(ConfigError, match=r"train\.ppo\.bf16: expected a bool, got 'yes' or expected one of"):
         load_run_spec("WarpGym/FrankaReach-v0", overrides=parse_overrides(["train.ppo.bf16=yes"]))
+
+
+def test_tanh_matches_torch_tanh_in_value_and_gradient():
+    x = torch.cat([torch.linspace(-12, 12, 20001), torch.tensor([0.0, 1e-30, -1e-30])]).requires_grad_()
+    ref = x.detach().clone().requires_grad_()
+    y, y_ref = Tanh()(x), torch.tanh(ref)
+    assert (y - y_ref).abs().max() <= 2.5e-7 and y.abs().max() == 1.0
+    grad = torch.randn(x.shape, generator=torch.Generator().manual_seed(0))
+    y.backward(grad)
+    y_ref.backward(grad)
+    assert torch.allclose(x.grad, ref.grad, rtol=0, atol=1e-6)
+    half = x.detach().bfloat16()
+    assert torch.equal(Tanh()(half), torch.tanh(half))  # bfloat16 (autocast) keeps torch's tanh
+    assert torch.isnan(Tanh()(torch.tensor([float("nan")]))).all()
+
+
+def test_rollouts_run_torch_on_rollout_threads_and_restore_its_setting():
+    before = torch.get_num_threads()
+    spec = load_run_spec(
+        "WarpGym/FrankaReach-v0",
+        overrides={"train": {"num_envs": 8, "rollout_threads": 1, "ppo": {"num_steps": 2}}},
+    )
+    runner = Runner(spec, _ctx(), None)
+    seen = []
+    env_step = runner.env.step
+
+    def step(action):
+        seen.append(torch.get_num_threads())
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+        return env_step(action)
+
+    runner.env.step = step
+    runner.collect()
+    with pytest.raises(KeyboardInterrupt):
+        runner.collect()
+    assert seen == [1, 1, 1] and torch.get_num_threads() == before
+    with pytest.raises(ConfigError, match=r"train\.rollout_threads: expected an integer >= 0, got -1"):
+        load_run_spec("WarpGym/FrankaReach-v0", overrides=parse_overrides(["train.rollout_threads=-1"]))
 
 
 def _point_spec():

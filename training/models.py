@@ -9,9 +9,38 @@ from torch import nn
 
 from .config import PolicyConfig
 
-__all__ = ["ActorCritic", "gaussian_log_prob"]
+__all__ = ["ActorCritic", "Tanh", "gaussian_log_prob"]
 
-_ACTIVATIONS = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": nn.Tanh}
+
+class _SigmoidTanh(torch.autograd.Function):
+    """tanh(x) as 2 sigmoid(2x) - 1 (within 2e-7 of ``torch.tanh``); its gradient is tanh's."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        y = x * 2.0
+        torch.sigmoid_(y)
+        y.mul_(2.0).sub_(1.0)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return torch.ops.aten.tanh_backward(grad, y)
+
+
+class Tanh(nn.Module):
+    """``nn.Tanh``, faster for float32 on the CPU: there this torch build's ``tanh`` is 3-5x slower
+    per element than its ``sigmoid`` (1024 x 64: 185 against 40 us on one core), so it is computed
+    from the sigmoid. Other dtypes (bfloat16 under autocast) and devices use ``torch.tanh``."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype == torch.float32 and x.device.type == "cpu":
+            return _SigmoidTanh.apply(x)
+        return torch.tanh(x)
+
+
+_ACTIVATIONS = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": Tanh}
 
 
 def _mlp(sizes: list[int], activation: str, out_gain: float) -> nn.Sequential:

@@ -8,6 +8,7 @@ cut by a sim error, are not.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
@@ -117,6 +118,19 @@ class Runner:
         return self.module.actor(self.normalizer(obs))
 
     # ---- rollout ------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _rollout_threads(self):
+        """torch on ``train.rollout_threads`` intra-op threads on the CPU while a rollout runs."""
+        n, before = self.cfg.rollout_threads, torch.get_num_threads()
+        if self.device.type != "cpu" or n == 0 or n == before:
+            yield
+            return
+        torch.set_num_threads(n)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
     @torch.inference_mode()
     def collect(self) -> None:
         """Fill the storage with ``num_steps`` steps of every env and compute advantages.
@@ -125,6 +139,10 @@ class Runner:
         moment); the critic's values of the observations, of the terminal observations of
         truncated episodes and of the last observation, and the actions' log-probabilities, are
         computed once over the whole rollout (the parameters do not change within it)."""
+        with self._rollout_threads():
+            self._collect()
+
+    def _collect(self) -> None:
         s, ppo, gamma = self.storage, self.cfg.ppo, self.cfg.ppo.gamma
         log_std = self.module.log_std.detach()
         s.log_std.copy_(log_std)
