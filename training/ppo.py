@@ -71,39 +71,37 @@ class PPO:
         autocast; the losses, the gradients' clipping and Adam work in float32, as does the rollout's
         policy."""
         c = self.cfg
-        obs, actions, old_logp = s.flat("obs"), s.flat("actions"), s.flat("log_probs")
-        old_values, returns, advantages, old_means = (
-            s.flat("values"),
-            s.flat("returns"),
-            s.flat("advantages"),
-            s.flat("means"),
-        )
-        n = obs.shape[0]
+        names = ["obs", "actions", "log_probs", "returns", "advantages", "means"]
+        rollout = {name: s.flat(name) for name in names + (["values"] if c.value_clip > 0 else [])}
+        n = rollout["obs"].shape[0]
         size = n // c.num_minibatches
         sums = torch.zeros(5, device=self.device)  # policy loss, value loss, entropy, kl, clip fraction
         for _ in range(c.num_epochs):
             order = torch.randperm(n, generator=self.generator, device=self.device)
+            # the epoch's samples in its order, gathered once: each minibatch is a contiguous slice
+            epoch = {name: t.index_select(0, order) for name, t in rollout.items()}
             for k in range(c.num_minibatches):
-                idx = order[k * size : (k + 1) * size]
+                mb = {name: t[k * size : (k + 1) * size] for name, t in epoch.items()}
                 with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-                    mean, log_std, value = self.model(obs[idx])
+                    mean, log_std, value = self.model(mb["obs"])
                 mean, value = mean.float(), value.float()
-                logp = gaussian_log_prob(actions[idx], mean, log_std)
-                adv = advantages[idx]
+                logp = gaussian_log_prob(mb["actions"], mean, log_std)
+                adv = mb["advantages"]
                 if c.normalize_advantages:
                     adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-                ratio = torch.exp(logp - old_logp[idx])
+                ratio = torch.exp(logp - mb["log_probs"])
                 policy_loss = -torch.min(ratio * adv, ratio.clamp(1 - c.clip, 1 + c.clip) * adv).mean()
-                ret = returns[idx]
+                ret = mb["returns"]
                 if c.value_clip > 0:
-                    v_clip = old_values[idx] + (value - old_values[idx]).clamp(-c.value_clip, c.value_clip)
+                    old = mb["values"]
+                    v_clip = old + (value - old).clamp(-c.value_clip, c.value_clip)
                     value_loss = torch.max((value - ret).square(), (v_clip - ret).square()).mean()
                 else:
                     value_loss = (value - ret).square().mean()
                 entropy = (log_std + 0.5 * math.log(2 * math.pi * math.e)).sum()
                 loss = policy_loss + c.value_coef * value_loss - c.entropy_coef * entropy
                 with torch.no_grad():
-                    kl = self._kl(old_means[idx], s.log_std, mean, log_std)
+                    kl = self._kl(mb["means"], s.log_std, mean, log_std)
                     if c.schedule == "adaptive":
                         self._adapt_lr(kl)
                 self.optimizer.zero_grad(set_to_none=True)
