@@ -59,8 +59,9 @@ def test_sb3_terminal_observations_timeouts_and_episode_info():
 
 
 @pytest.mark.parametrize("task", [REACH, PICK_PLACE])
-def test_sb3_ppo_learns_through_the_adapter_and_evaluates(task):
+def test_sb3_ppo_learns_through_the_adapter_and_evaluates(task, tmp_path, monkeypatch):
     pytest.importorskip("stable_baselines3")
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path))  # SB3's logger makes its folder there, not in /tmp
     from stable_baselines3 import PPO
     from stable_baselines3.common.evaluation import evaluate_policy
 
