@@ -136,8 +136,10 @@ def test_tanh_matches_torch_tanh_in_value_and_gradient():
     assert torch.isnan(Tanh()(torch.tensor([float("nan")]))).all()
 
 
-def test_rollouts_run_torch_on_rollout_threads_and_restore_its_setting():
-    before = torch.get_num_threads()
+def test_rollouts_run_torch_on_rollout_threads_and_restore_its_setting(monkeypatch):
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)  # as on a 2-core machine, on any machine
+    threads = []
+    monkeypatch.setattr(torch, "set_num_threads", threads.append)
     spec = load_run_spec(
         "WarpGym/FrankaReach-v0",
         overrides={"train": {"num_envs": 8, "rollout_threads": 1, "ppo": {"num_steps": 2}}},
@@ -147,7 +149,7 @@ def test_rollouts_run_torch_on_rollout_threads_and_restore_its_setting():
     env_step = runner.env.step
 
     def step(action):
-        seen.append(torch.get_num_threads())
+        seen.append(threads[-1])
         if len(seen) == 3:
             raise KeyboardInterrupt
         return env_step(action)
@@ -156,7 +158,7 @@ def test_rollouts_run_torch_on_rollout_threads_and_restore_its_setting():
     runner.collect()
     with pytest.raises(KeyboardInterrupt):
         runner.collect()
-    assert seen == [1, 1, 1] and torch.get_num_threads() == before
+    assert seen == [1, 1, 1] and threads[-1] == 2  # restored after the exception too
     with pytest.raises(ConfigError, match=r"train\.rollout_threads: expected an integer >= 0, got -1"):
         load_run_spec("WarpGym/FrankaReach-v0", overrides=parse_overrides(["train.rollout_threads=-1"]))
 

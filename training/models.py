@@ -30,8 +30,8 @@ class _SigmoidTanh(torch.autograd.Function):
 
 
 class Tanh(nn.Module):
-    """``nn.Tanh``, faster for float32 on the CPU: there this torch build's ``tanh`` is 3-5x slower
-    per element than its ``sigmoid`` (1024 x 64: 185 against 40 us on one core), so it is computed
+    """``nn.Tanh``, faster for float32 on the CPU: there this torch build's ``tanh`` is several times slower
+    per element than its ``sigmoid``, so it is computed
     from the sigmoid. Other dtypes (bfloat16 under autocast) and devices use ``torch.tanh``."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

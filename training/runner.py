@@ -121,11 +121,9 @@ class Runner:
     @contextlib.contextmanager
     def _rollout_threads(self):
         """torch on ``train.rollout_threads`` intra-op threads on the CPU while a rollout runs."""
-        n, before = self.cfg.rollout_threads, torch.get_num_threads()
-        if self.device.type != "cpu" or n == 0 or n == before:
-            yield
-            return
-        torch.set_num_threads(n)
+        before = torch.get_num_threads()
+        on_cpu = self.device.type == "cpu" and self.cfg.rollout_threads > 0
+        torch.set_num_threads(self.cfg.rollout_threads if on_cpu else before)
         try:
             yield
         finally:
