@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -29,13 +30,32 @@ class _SigmoidTanh(torch.autograd.Function):
         return torch.ops.aten.tanh_backward(grad, y)
 
 
+def _mkl_tanh_is_slow() -> bool:
+    """Whether this machine's float32 ``torch.tanh`` on the CPU is several times slower per element than
+    ``torch.sigmoid``. Torch computes it with MKL's vector math where torch is built with MKL, and MKL
+    runs its optimized code only on Intel CPUs: elsewhere (AMD) it takes a generic path (the same
+    slowdown appears on Intel with ``MKL_ENABLE_INSTRUCTIONS=SSE4_2``). ``torch.sigmoid`` is torch's
+    own vectorized code on every CPU."""
+    if not torch.backends.mkl.is_available():
+        return False
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "vendor_id" in cpuinfo and "GenuineIntel" not in cpuinfo
+
+
+_SLOW_CPU_TANH = _mkl_tanh_is_slow()
+
+
 class Tanh(nn.Module):
-    """``nn.Tanh``, faster for float32 on the CPU: there this torch build's ``tanh`` is several times slower
-    per element than its ``sigmoid``, so it is computed
-    from the sigmoid. Other dtypes (bfloat16 under autocast) and devices use ``torch.tanh``."""
+    """``nn.Tanh``, computed as 2 sigmoid(2x) - 1 for float32 CPU tensors on machines whose
+    ``torch.tanh`` is slow there (``_mkl_tanh_is_slow``); elsewhere, and for other dtypes (bfloat16
+    under autocast) and devices, ``torch.tanh``. The choice is fixed per machine, so results stay
+    the same bit for bit from run to run."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dtype == torch.float32 and x.device.type == "cpu":
+        if _SLOW_CPU_TANH and x.dtype == torch.float32 and x.device.type == "cpu":
             return _SigmoidTanh.apply(x)
         return torch.tanh(x)
 
