@@ -1,6 +1,7 @@
 """PPO pieces against hand-computed cases, learning on a toy env, checkpoints and resume (on the same
 device and from another), the progress line, TensorBoard videos, the CLI, and torchrun + DDP."""
 
+import copy
 import io
 import json
 import os
@@ -19,12 +20,13 @@ from torch.utils._python_dispatch import _disable_current_modes
 import sim_core as sc
 from warpgym.config import ConfigError
 from warpgym.render import RenderUnavailableError
-from warpgym.training import distributed
+from warpgym.training import distributed, models
 from warpgym.training.checkpoint import load_checkpoint
 from warpgym.training.cli import play
 from warpgym.training.config import load_run_spec, parse_overrides
 from warpgym.training.logger import Logger
 from warpgym.training.models import Tanh
+from warpgym.training.normalizer import ObsNormalizer
 from warpgym.training.ppo import _cpu_has_bf16, uses_bf16
 from warpgym.training.runner import Runner
 from warpgym.training.storage import bootstrap_truncated, gae
@@ -122,7 +124,30 @@ def test_bf16_auto_is_on_for_a_cpu_with_native_bf16_only():
         load_run_spec("WarpGym/FrankaReach-v0", overrides=parse_overrides(["train.ppo.bf16=yes"]))
 
 
-def test_tanh_matches_torch_tanh_in_value_and_gradient():
+def test_obs_normalizer_statistics_match_the_concatenated_batches():
+    """Merged batch by batch, the running mean and variance are those of all rows at once (in
+    float64), also for a feature whose mean is 10^4 times its spread; disabled, it passes through."""
+    g = torch.Generator().manual_seed(0)
+    batches = [
+        torch.randn(n, 3, generator=g) * torch.tensor([1.0, 5.0, 1e-3]) + torch.tensor([0.0, -2.0, 10.0])
+        for n in (64, 1000, 7)
+    ]
+    norm = ObsNormalizer(3)
+    norm.count.zero_()  # no prior (its 1e-4 pseudo-count of mean 0, variance 1)
+    for b in batches:
+        norm.update(b)
+    rows = torch.cat(batches).double()
+    assert torch.allclose(norm.mean.double(), rows.mean(0), rtol=1e-6, atol=1e-6)
+    assert torch.allclose(norm.var.double(), rows.var(0, correction=0), rtol=1e-3, atol=0)
+    assert norm.count == rows.shape[0]
+    disabled = ObsNormalizer(3, enabled=False)
+    disabled.update(batches[0])
+    assert torch.equal(disabled(batches[1]), batches[1]) and torch.equal(disabled.mean, torch.zeros(3))
+
+
+@pytest.mark.parametrize("slow_cpu_tanh", [True, False])
+def test_tanh_matches_torch_tanh_in_value_and_gradient(monkeypatch, slow_cpu_tanh):
+    monkeypatch.setattr(models, "_SLOW_CPU_TANH", slow_cpu_tanh)  # both forms, on any machine
     x = torch.cat([torch.linspace(-12, 12, 20001), torch.tensor([0.0, 1e-30, -1e-30])]).requires_grad_()
     ref = x.detach().clone().requires_grad_()
     y, y_ref = Tanh()(x), torch.tanh(ref)
@@ -134,6 +159,8 @@ def test_tanh_matches_torch_tanh_in_value_and_gradient():
     half = x.detach().bfloat16()
     assert torch.equal(Tanh()(half), torch.tanh(half))  # bfloat16 (autocast) keeps torch's tanh
     assert torch.isnan(Tanh()(torch.tensor([float("nan")]))).all()
+    if not slow_cpu_tanh:
+        assert torch.equal(y, y_ref)  # torch's own tanh
 
 
 def test_rollouts_run_torch_on_rollout_threads_and_restore_its_setting(monkeypatch):
@@ -188,13 +215,30 @@ def test_rollout_values_match_the_critic_on_every_row(limit):
     s, critic = runner.storage, runner.module.value
     with torch.inference_mode():
         values, final, last = runner._values(runner._obs)
-        every_final = critic(s.final_obs) * s.bootstrapped
+        every_final = critic(runner.normalizer(s.final_obs)) * s.bootstrapped
     per_env = s.bootstrapped.sum(0)
     assert per_env.max() <= -(-8 // limit) and (per_env.sum() > 0) == (limit <= 8)
     assert not torch.equal(before, runner._obs)
     assert torch.allclose(values, critic(s.obs), atol=1e-6)
     assert torch.allclose(final, every_final, atol=1e-6)
     assert torch.allclose(last, critic(runner.normalizer(runner._obs)), atol=1e-6)
+
+
+def test_a_rollout_normalizes_with_the_statistics_it_began_with():
+    """Every step of a rollout is normalized with the statistics as they stood at its start; they
+    are then updated once, from the rollout's raw observations."""
+    overrides = {"train": {"num_envs": 16}}
+    spec = load_run_spec("Test/Point-v0", config=str(ASSETS / "point.toml"), overrides=overrides)
+    runner = Runner(spec, _ctx(), None)
+    runner.train(max_iterations=1)
+    start = copy.deepcopy(runner.normalizer)
+    first_obs = runner._obs.clone()
+    runner.collect()
+    s = runner.storage
+    assert torch.equal(s.raw_obs[0], first_obs) and torch.equal(s.obs, start(s.raw_obs))
+    start.update(s.flat("raw_obs"))
+    for name in ("mean", "var", "count"):
+        assert torch.equal(getattr(runner.normalizer, name), getattr(start, name))
 
 
 def test_a_rollout_never_waits_on_the_device():

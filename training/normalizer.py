@@ -24,15 +24,18 @@ class ObsNormalizer(nn.Module):
 
     @torch.no_grad()
     def update(self, x: torch.Tensor) -> None:
-        """Merge the batch ``x (B, dim)`` into the statistics (no host read)."""
+        """Merge the batch ``x (B, dim)`` into the statistics (no host read). The batch's variance is
+        taken about its mean (two passes, each summed over ranks), so a feature whose mean is large
+        against its spread keeps its float32 variance."""
         if not self.enabled:
             return
-        stats = torch.cat([x.sum(0), x.square().sum(0), x.new_full((1,), x.shape[0])])
-        distributed.all_reduce_sum(stats)
-        d = x.shape[1]
-        n = stats[2 * d]
-        mean = stats[:d] / n
-        var = (stats[d : 2 * d] / n - mean.square()).clamp_min(0.0)
+        sums = torch.cat([x.sum(0), x.new_full((1,), x.shape[0])])
+        distributed.all_reduce_sum(sums)
+        n = sums[-1]
+        mean = sums[:-1] / n
+        m2 = (x - mean).square().sum(0)
+        distributed.all_reduce_sum(m2)
+        var = m2 / n
         total = self.count + n
         delta = mean - self.mean
         self.var.copy_((self.var * self.count + var * n + delta.square() * self.count * n / total) / total)

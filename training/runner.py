@@ -133,10 +133,12 @@ class Runner:
     def collect(self) -> None:
         """Fill the storage with ``num_steps`` steps of every env and compute advantages.
 
-        Per step only the actor runs (on observations normalized with the statistics of that
-        moment); the critic's values of the observations, of the terminal observations of
-        truncated episodes and of the last observation, and the actions' log-probabilities, are
-        computed once over the whole rollout (the parameters do not change within it)."""
+        Per step only the actor runs; the critic's values of the observations, of the terminal
+        observations of truncated episodes and of the last observation, and the actions'
+        log-probabilities, are computed once over the whole rollout (the parameters do not change
+        within it). Observations are normalized with the statistics as they stood when the rollout
+        began (the first rollout: mean 0, variance 1), which are then updated from its observations
+        once, as the parameters are by PPO."""
         with self._rollout_threads():
             self._collect()
 
@@ -146,8 +148,10 @@ class Runner:
         s.log_std.copy_(log_std)
         std = torch.exp(log_std)
         obs = self._obs
+        record_raw = self.normalizer.enabled
         for t in range(ppo.num_steps):
-            self.normalizer.update(obs)
+            if record_raw:
+                s.raw_obs[t] = obs
             o = self.normalizer(obs)
             mean = self.module.actor(o)
             action = mean + std * torch.randn(mean.shape, generator=self.sampler, device=self.device)
@@ -158,7 +162,7 @@ class Runner:
             s.rewards[t] = reward
             s.terminated[t] = terminated
             s.truncated[t] = truncated
-            s.final_obs[t] = self.normalizer(info["final_obs"])
+            s.final_obs[t] = info["final_obs"]
             ep = info["episode"]
             s.ep_ended[t] = info["_episode"]
             s.ep_return[t] = ep["r"]
@@ -168,6 +172,8 @@ class Runner:
                 s.ep_sim_error[t] = ep["sim_error"]
         self._obs = obs
         values, final_values, last_values = self._values(obs)
+        if record_raw:
+            self.normalizer.update(s.flat("raw_obs"))
         s.values.copy_(values)
         s.log_probs.copy_(gaussian_log_prob(s.actions, s.means, log_std))
         rewards = bootstrap_truncated(s.rewards, s.bootstrapped, final_values, gamma)
@@ -189,7 +195,7 @@ class Runner:
         boot = s.bootstrapped.reshape(-1)
         rows = torch.sort(boot.to(torch.uint8), descending=True, stable=True).indices[: self._final_rows]
         final = torch.zeros(T * N, device=self.device)
-        final[rows] = self.module.value(s.flat("final_obs")[rows]) * boot[rows]
+        final[rows] = self.module.value(self.normalizer(s.flat("final_obs")[rows])) * boot[rows]
         return values, final.view(T, N), self.module.value(self.normalizer(last_obs))
 
     # ---- the loop -------------------------------------------------------------------------------

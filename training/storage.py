@@ -54,6 +54,7 @@ class RolloutStorage:
             return torch.zeros(num_steps, num_envs, *shape, dtype=dtype, device=device)
 
         self.obs = z(obs_dim)  # normalized observations the actions were taken on
+        self.raw_obs = z(obs_dim)  # the same as the env returned them (for the normalizer's statistics)
         self.actions = z(act_dim)
         self.means = z(act_dim)  # action means at sampling time (for the KL)
         self.log_probs = z()
@@ -61,7 +62,7 @@ class RolloutStorage:
         self.rewards = z()  # as the env returned them; truncations bootstrapped after the rollout
         self.terminated = z(dtype=torch.bool)
         self.truncated = z(dtype=torch.bool)
-        self.final_obs = z(obs_dim)  # normalized terminal observations (rows where truncated count)
+        self.final_obs = z(obs_dim)  # terminal observations as returned (rows where truncated count)
         self.log_std = torch.zeros(act_dim, device=device)  # policy log std at sampling time
         self.advantages = z()
         self.returns = z()
