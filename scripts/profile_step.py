@@ -19,7 +19,9 @@ names the line of the generated Python, and the nearest ``# ---- stage`` comment
 names the stage. Functions Warp does not inline (the narrow phase's large pair functions) carry no
 caller and are listed under their own names. The figures are shares of the samples in the step
 kernel's module and, for the stages, CPU time per env-step (ns, over every thread that ran the
-step), which compares batch sizes.
+step), which compares batch sizes. Last, the contact load of the driven states: contacts per env,
+the contact solver's rounds, and the shares of envs its warm start already solves and of split
+steps.
 """
 
 from __future__ import annotations
@@ -248,6 +250,28 @@ def report(counts: dict[int, int], chains, stage_at: list[str], top: int, ns_per
             print(f"  {v / total:6.1%}  {f'{v * ns_per_sample:6.0f}  ' if per_env else ''}{k}")
 
 
+def contact_load(solver, advance, steps: int = 20) -> str:
+    """Over ``steps`` more steps: contacts per env, the contact solver's rounds in a step's last
+    substep (``get_solver_rounds``), the share of envs whose warm start already solved their
+    contacts (0 rounds) and of steps redone in finer substeps (``get_step_splits``)."""
+    try:
+        solver.get_contacts()
+    except sc.InvalidValueError:  # no colliding geom pairs, or collision off
+        return "no contacts"
+    contacts = rounds = idle = split = 0.0
+    for _ in range(steps):
+        advance()
+        contacts += solver.get_contacts()["valid_mask"].sum(-1).float().mean().item()
+        r = solver.get_solver_rounds()
+        rounds += r.float().mean().item()
+        idle += (r == 0).float().mean().item()
+        split += (solver.get_step_splits() > 1).float().mean().item()
+    return (
+        f"{contacts / steps:.1f} contacts per env, {rounds / steps:.1f} solver rounds per substep, "
+        f"{idle / steps:.0%} of envs solved by their warm start, {split / steps:.1%} of steps split"
+    )
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     flags = sim_core.step.cpu_compiler_flags
@@ -278,6 +302,7 @@ def main(argv=None) -> int:
     chains = inline_chains(obj, sorted(counts))
     cpp = obj.with_name(obj.name.split(".cpu")[0] + ".cpp")
     report(counts, chains, stage_of_lines(cpp, py), args.top, ns_per_sample)
+    print(f"\ncontact load over 20 more steps: {contact_load(solver, advance)}")
     return 0
 
 
