@@ -250,7 +250,10 @@ def report(counts: dict[int, int], chains, stage_at: list[str], top: int, ns_per
             print(f"  {v / total:6.1%}  {f'{v * ns_per_sample:6.0f}  ' if per_env else ''}{k}")
 
 
-def contact_load(solver, advance, steps: int = 20) -> str:
+CONTACT_LOAD_STEPS = 20
+
+
+def contact_load(solver, advance, steps: int = CONTACT_LOAD_STEPS) -> str:
     """Over ``steps`` more steps: contacts per env, the contact solver's rounds in a step's last
     substep (``get_solver_rounds``), the share of envs whose warm start already solved their
     contacts (0 rounds) and of steps redone in finer substeps (``get_step_splits``)."""
@@ -302,7 +305,7 @@ def main(argv=None) -> int:
     chains = inline_chains(obj, sorted(counts))
     cpp = obj.with_name(obj.name.split(".cpu")[0] + ".cpp")
     report(counts, chains, stage_of_lines(cpp, py), args.top, ns_per_sample)
-    print(f"\ncontact load over 20 more steps: {contact_load(solver, advance)}")
+    print(f"\ncontact load over {CONTACT_LOAD_STEPS} more steps: {contact_load(solver, advance)}")
     return 0
 
 

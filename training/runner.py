@@ -148,10 +148,8 @@ class Runner:
         s.log_std.copy_(log_std)
         std = torch.exp(log_std)
         obs = self._obs
-        record_raw = self.normalizer.enabled
         for t in range(ppo.num_steps):
-            if record_raw:
-                s.raw_obs[t] = obs
+            s.raw_obs[t] = obs
             o = self.normalizer(obs)
             mean = self.module.actor(o)
             action = mean + std * torch.randn(mean.shape, generator=self.sampler, device=self.device)
@@ -172,8 +170,7 @@ class Runner:
                 s.ep_sim_error[t] = ep["sim_error"]
         self._obs = obs
         values, final_values, last_values = self._values(obs)
-        if record_raw:
-            self.normalizer.update(s.flat("raw_obs"))
+        self.normalizer.update(s.flat("raw_obs"))  # a no-op when normalization is off
         s.values.copy_(values)
         s.log_probs.copy_(gaussian_log_prob(s.actions, s.means, log_std))
         rewards = bootstrap_truncated(s.rewards, s.bootstrapped, final_values, gamma)
