@@ -108,9 +108,17 @@ def test_same_seed_same_parameters():
     assert torch.equal(_reach_params(False), _reach_params(False))
 
 
+def _forced_bf16_params() -> torch.Tensor:
+    """``_reach_params(True)``; a CPU without native bfloat16 must warn that it emulates it."""
+    if _cpu_has_bf16():
+        return _reach_params(True)
+    with pytest.warns(UserWarning, match=r"train\.ppo\.bf16: this CPU has neither AVX512-BF16 nor AMX"):
+        return _reach_params(True)
+
+
 def test_a_bf16_update_repeats_bit_for_bit_and_is_not_the_float32_one():
-    bf16 = _reach_params(True)
-    assert torch.equal(bf16, _reach_params(True))
+    bf16 = _forced_bf16_params()
+    assert torch.equal(bf16, _forced_bf16_params())
     assert not torch.equal(bf16, _reach_params(False))
 
 
@@ -156,6 +164,12 @@ def test_tanh_matches_torch_tanh_in_value_and_gradient(monkeypatch, slow_cpu_tan
     y.backward(grad)
     y_ref.backward(grad)
     assert torch.allclose(x.grad, ref.grad, rtol=0, atol=1e-6)
+    inplace_x = x.detach().clone().requires_grad_()
+    hidden = inplace_x * 1.0  # a non-leaf, as a hidden layer's output
+    y_inplace = Tanh(inplace=True)(hidden)
+    assert y_inplace.data_ptr() == hidden.data_ptr() and torch.equal(y_inplace, y)
+    y_inplace.backward(grad)
+    assert torch.equal(inplace_x.grad, x.grad)
     half = x.detach().bfloat16()
     assert torch.equal(Tanh()(half), torch.tanh(half))  # bfloat16 (autocast) keeps torch's tanh
     assert torch.isnan(Tanh()(torch.tensor([float("nan")]))).all()

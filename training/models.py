@@ -14,20 +14,25 @@ __all__ = ["ActorCritic", "Tanh", "gaussian_log_prob"]
 
 
 class _SigmoidTanh(torch.autograd.Function):
-    """tanh(x) as 2 sigmoid(2x) - 1 (within 2e-7 of ``torch.tanh``); its gradient is tanh's."""
+    """tanh(x) as 2 sigmoid(2x) - 1 (within 2e-7 of ``torch.tanh``); its gradient is tanh's. With
+    ``inplace`` the result is written over ``x``."""
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
-        y = x * 2.0
+    def forward(ctx, x: torch.Tensor, inplace: bool) -> torch.Tensor:
+        if inplace:
+            ctx.mark_dirty(x)
+            y = x.mul_(2.0)
+        else:
+            y = x * 2.0
         torch.sigmoid_(y)
         y.mul_(2.0).sub_(1.0)
         ctx.save_for_backward(y)
         return y
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
         (y,) = ctx.saved_tensors
-        return torch.ops.aten.tanh_backward(grad, y)
+        return torch.ops.aten.tanh_backward(grad, y), None
 
 
 def _mkl_tanh_is_slow() -> bool:
@@ -52,12 +57,20 @@ class Tanh(nn.Module):
     """``nn.Tanh``, computed as 2 sigmoid(2x) - 1 for float32 CPU tensors on machines whose
     ``torch.tanh`` is slow there (``_mkl_tanh_is_slow``); elsewhere, and for other dtypes (bfloat16
     under autocast) and devices, ``torch.tanh``. The choice is fixed per machine, so results stay
-    the same bit for bit from run to run."""
+    the same bit for bit from run to run.
+
+    ``inplace=True`` (as in ``nn.ReLU``) overwrites the input, which must not be needed elsewhere
+    (a hidden layer's output is not): the same values and gradients without allocating and filling
+    a second activation-sized tensor."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if _SLOW_CPU_TANH and x.dtype == torch.float32 and x.device.type == "cpu":
-            return _SigmoidTanh.apply(x)
-        return torch.tanh(x)
+            return _SigmoidTanh.apply(x, self.inplace)
+        return x.tanh_() if self.inplace else torch.tanh(x)
 
 
 _ACTIVATIONS = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": Tanh}
@@ -72,7 +85,8 @@ def _mlp(sizes: list[int], activation: str, out_gain: float) -> nn.Sequential:
         nn.init.zeros_(lin.bias)
         layers.append(lin)
         if not last:
-            layers.append(_ACTIVATIONS[activation]())
+            # tanh reads only the nn.Linear's output before it, so it may overwrite it
+            layers.append(Tanh(inplace=True) if activation == "tanh" else _ACTIVATIONS[activation]())
     return nn.Sequential(*layers)
 
 
