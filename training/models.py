@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -73,7 +74,8 @@ class Tanh(nn.Module):
         return x.tanh_() if self.inplace else torch.tanh(x)
 
 
-_ACTIVATIONS = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": Tanh}
+# a hidden layer's activation; it reads only the nn.Linear output before it, so tanh may overwrite it
+_ACTIVATIONS = {"elu": nn.ELU, "relu": nn.ReLU, "tanh": functools.partial(Tanh, inplace=True)}
 
 
 def _mlp(sizes: list[int], activation: str, out_gain: float) -> nn.Sequential:
@@ -85,8 +87,7 @@ def _mlp(sizes: list[int], activation: str, out_gain: float) -> nn.Sequential:
         nn.init.zeros_(lin.bias)
         layers.append(lin)
         if not last:
-            # tanh reads only the nn.Linear's output before it, so it may overwrite it
-            layers.append(Tanh(inplace=True) if activation == "tanh" else _ACTIVATIONS[activation]())
+            layers.append(_ACTIVATIONS[activation]())
     return nn.Sequential(*layers)
 
 
