@@ -34,6 +34,7 @@ from gymnasium.vector import AutoresetMode
 
 from warpgym.training import distributed
 from warpgym.training.config import load_run_spec, parse_overrides
+from warpgym.training.cpu_threads import cpu_threads
 from warpgym.training.evaluate import evaluate
 from warpgym.training.runner import Runner, make_env
 
@@ -70,7 +71,8 @@ def main(argv=None) -> None:
     budget = args.max_env_steps or float("inf")
 
     def evaluate_now():
-        result = evaluate(runner.policy, eval_env, args.episodes, seed=20_000 + len(rows) * 1000)
+        with cpu_threads(spec.train.rollout_threads, ctx.device):
+            result = evaluate(runner.policy, eval_env, args.episodes, seed=20_000 + len(rows) * 1000)
         rows.append({"seconds": trained, "env_steps": runner.env_steps, **result})
         print(
             f"\n  eval at {trained:6.1f} s, {runner.env_steps:10,d} env-steps: "

@@ -20,7 +20,7 @@ from torch.utils._python_dispatch import _disable_current_modes
 import sim_core as sc
 from warpgym.config import ConfigError
 from warpgym.render import RenderUnavailableError
-from warpgym.training import distributed, models
+from warpgym.training import cli, distributed, models
 from warpgym.training.checkpoint import load_checkpoint
 from warpgym.training.cli import play
 from warpgym.training.config import load_run_spec, parse_overrides
@@ -396,7 +396,7 @@ def _can_render() -> bool:
     return True
 
 
-def test_cli_train_resume_play(tmp_path):
+def test_cli_train_resume_play(tmp_path, monkeypatch):
     """Train with a TensorBoard video, resume, play with a video file (videos only where GL works)."""
     videos = _can_render()
     small = ["--num-envs", "32", "--device", "cpu", "train.ppo.num_steps=8", "train.save_every=1"]
@@ -446,7 +446,16 @@ def test_cli_train_resume_play(tmp_path):
     events = EventAccumulator(str(tmp_path), size_guidance={"images": 0}).Reload()
     assert "losses/approx_kl" in events.Tags()["scalars"]
     assert not videos or (video.stat().st_size > 0 and "videos/policy" in events.Tags()["images"])
+    threads, evaluate = [], cli.evaluate  # play evaluates on the rollouts' torch threads
+
+    def counting_evaluate(*args):
+        threads.append(torch.get_num_threads())
+        return evaluate(*args)
+
+    monkeypatch.setattr(cli, "evaluate", counting_evaluate)
+    before = torch.get_num_threads()
     assert play(str(ckpt), episodes=4, num_envs=2)["episodes"] == 4
+    assert threads == [1] and torch.get_num_threads() == before
 
 
 def test_torchrun_ddp_keeps_ranks_identical(tmp_path):

@@ -32,6 +32,7 @@ from warpgym.render import RenderUnavailableError
 from . import distributed
 from .checkpoint import CheckpointError, check_shapes, load_checkpoint
 from .config import RunSpec, TrainConfig, load_run_spec, parse_overrides
+from .cpu_threads import cpu_threads
 from .evaluate import evaluate
 from .models import ActorCritic
 from .normalizer import ObsNormalizer
@@ -283,7 +284,8 @@ def play(
     def policy(o: torch.Tensor) -> torch.Tensor:
         return model.actor(normalizer(o))
 
-    result = evaluate(policy, env, episodes, seed)
+    with cpu_threads(train_cfg.rollout_threads, ctx.device):
+        result = evaluate(policy, env, episodes, seed)
     if video is not None:
         venv = make_video_env(spec, ctx.device, video_envs, seed)
         frames = rollout_frames(policy, venv, venv.unwrapped.max_episode_steps, seed)

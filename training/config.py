@@ -74,9 +74,9 @@ class TrainConfig:
     seed: int
     ppo: PPOConfig
     policy: PolicyConfig
-    # torch's intra-op threads while rollouts are collected on the CPU (0: torch's own setting). The
-    # env's step runs on the scene's host threads; torch's idle OpenMP workers would spin on the
-    # same cores after each of the policy's parallel ops and slow that step down
+    # torch's intra-op threads while rollouts and evaluations step the env on the CPU (0: torch's
+    # own setting). The env's step runs on the scene's host threads; torch's idle OpenMP workers
+    # would spin on the same cores after each of the policy's parallel ops and slow that step down
     rollout_threads: int = 1
 
     def __post_init__(self):

@@ -8,7 +8,6 @@ cut by a sim error, are not.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import sys
@@ -27,6 +26,7 @@ from warpgym.render import RenderUnavailableError
 from . import distributed
 from .checkpoint import check_shapes, generator_state, link_atomic, restore_generator, save_atomic
 from .config import RunSpec
+from .cpu_threads import cpu_threads
 from .logger import Logger
 from .models import ActorCritic, gaussian_log_prob
 from .normalizer import ObsNormalizer
@@ -118,17 +118,6 @@ class Runner:
         return self.module.actor(self.normalizer(obs))
 
     # ---- rollout ------------------------------------------------------------------------------
-    @contextlib.contextmanager
-    def _rollout_threads(self):
-        """torch on ``train.rollout_threads`` intra-op threads on the CPU while a rollout runs."""
-        before = torch.get_num_threads()
-        on_cpu = self.device.type == "cpu" and self.cfg.rollout_threads > 0
-        torch.set_num_threads(self.cfg.rollout_threads if on_cpu else before)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(before)
-
     @torch.inference_mode()
     def collect(self) -> None:
         """Fill the storage with ``num_steps`` steps of every env and compute advantages.
@@ -139,7 +128,7 @@ class Runner:
         within it). Observations are normalized with the statistics as they stood when the rollout
         began (the first rollout: mean 0, variance 1), which are then updated from its observations
         once, as the parameters are by PPO."""
-        with self._rollout_threads():
+        with cpu_threads(self.cfg.rollout_threads, self.device):
             self._collect()
 
     def _collect(self) -> None:
