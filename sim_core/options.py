@@ -61,10 +61,10 @@ class RigidOptions:
             (the most contacts each pair type produces), capped at 64. Contacts beyond it are
             dropped and counted (``get_contact_overflow``, ``get_error_envs_mask``).
         iterations: most rounds of friction and normal solves per substep.
-        tolerance: rounds stop early once no row changes its velocity by this much (m/s). The
-            default, 0.1 mm/s, is 1 um of position per 10 ms step; a grasp's friction and normal
-            rounds converge linearly (about x0.93 per round) below it, so a tighter one mostly
-            spends the iteration budget.
+        tolerance: rounds stop early once no row changes its velocity by this much (m/s), or at
+            the first round that does not halve the largest change (the alternation of friction
+            and normal solves has stalled). The default, 0.1 mm/s, is 1 um of position per 10 ms
+            step.
         contact_margin: pairs closer than this (m) become contacts; those not yet touching are
             speculative, so fast bodies stop at the surface instead of passing into it.
         max_penetration: depth (m) no contact is allowed to exceed after a step: the soft contact

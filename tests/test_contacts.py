@@ -457,7 +457,7 @@ def test_prefetching_the_next_envs_rows_changes_no_bit(monkeypatch):
     """The CPU step prefetches the next env's rows in batches too large for the caches
     (``sim_core/prefetch.py``); forced on for a small batch, on 1 and 2 host threads, it ends bit
     for bit where the step without it does, hands on the cube and envs reset mid-run."""
-    targets = _walk_targets(4, 40, 140)
+    targets = _walk_targets(4, 50, 140)
     plain, arm = _arm_and_cube_run(targets, cpu_threads=1, reset_odd=True)
     assert (arm > 0).float().mean() > 0.5  # most hands pressed on the cube or the floor
     monkeypatch.setattr(prefetch, "MIN_BYTES", 0)

@@ -38,8 +38,10 @@ Solution: all normal and limit rows together by an active-set method on their bl
 (``_solve_normals``: exact, so a light object between a heavy arm and the floor is held, where
 projected Gauss-Seidel would need thousands of sweeps), then each contact's friction pair with the
 normals held, alternating until nothing changes by ``tolerance`` or the iteration budget is spent,
-the normal solve last; the rounds also stop once the change has not halved for ``STALL_ROUNDS``
-rounds (the alternation cycles: a tumbling cube, a pad pressed into the floor by the arm). Each row
+the normal solve last; the rounds also stop at the first round that does not halve the change
+(``STALL_ROUNDS``): from there the alternation cycles (a tumbling cube, a pad pressed into the
+floor by the arm) or creeps (a held cube: a few percent a round), and each further round costs
+as much as the first. Each row
 starts from the last substep's impulses and active-set state of the same pair's row whose contact
 point was nearest (warm start, as Box2D and Bullet match contact points: a pair's slots reorder as
 a box's corners come and go); a warm start that already meets every row to a tenth of the
@@ -117,7 +119,7 @@ def _normal_matrix(cd: ContactData, w: int, nrow: int, dofs: Any):
 INACTIVE, SOFT, CAPPED = 0, 1, 2
 SLIP_DIRECTION_MIN = 1.0e-2  # m/s: slower slip takes the radially projected stick impulse
 RIGID_REG = 1.0e-4  # regularization of rigid normal rows, relative to their diagonal of W
-STALL_ROUNDS = 4  # rounds that do not halve the change: the alternation cycles, more rounds will not help
+STALL_ROUNDS = 1  # rounds that may fail to halve the change before the rounds stop (module docstring)
 CONE_PASSES = 4  # most rounds of projecting friction onto the final cones, then the normals again
 FLIP_EPS = 1.0e-4  # m/s (1 um per step at dt = 0.01): float32 round-off must not flip a normal row's state
 
