@@ -446,16 +446,18 @@ def test_cli_train_resume_play(tmp_path, monkeypatch):
     events = EventAccumulator(str(tmp_path), size_guidance={"images": 0}).Reload()
     assert "losses/approx_kl" in events.Tags()["scalars"]
     assert not videos or (video.stat().st_size > 0 and "videos/policy" in events.Tags()["images"])
-    threads, evaluate = [], cli.evaluate  # play evaluates on the rollouts' torch threads
+    # play evaluates on the rollouts' torch threads (train.rollout_threads = 1), then restores them
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)  # as on a 2-core machine, on any machine
+    threads, seen, evaluate = [], [], cli.evaluate
+    monkeypatch.setattr(torch, "set_num_threads", threads.append)
 
-    def counting_evaluate(*args):
-        threads.append(torch.get_num_threads())
+    def recording_evaluate(*args):
+        seen.append(threads[-1] if threads else None)  # None: torch's own setting
         return evaluate(*args)
 
-    monkeypatch.setattr(cli, "evaluate", counting_evaluate)
-    before = torch.get_num_threads()
+    monkeypatch.setattr(cli, "evaluate", recording_evaluate)
     assert play(str(ckpt), episodes=4, num_envs=2)["episodes"] == 4
-    assert threads == [1] and torch.get_num_threads() == before
+    assert seen == [1] and threads[-1] == 2
 
 
 def test_torchrun_ddp_keeps_ranks_identical(tmp_path):

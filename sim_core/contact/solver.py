@@ -40,14 +40,13 @@ projected Gauss-Seidel would need thousands of sweeps), then each contact's fric
 normals held, alternating until nothing changes by ``tolerance`` or the iteration budget is spent,
 the normal solve last; the rounds also stop at the first round that does not halve the change
 (``STALL_ROUNDS``): from there the alternation cycles (a tumbling cube, a pad pressed into the
-floor by the arm) or creeps (a held cube: a few percent a round), and each further round costs
-as much as the first. Each row
-starts from the last substep's impulses and active-set state of the same pair's row whose contact
-point was nearest (warm start, as Box2D and Bullet match contact points: a pair's slots reorder as
-a box's corners come and go); a warm start that already meets every row to a tenth of the
-tolerance takes no round at all (``_settled``: a body at rest), only the block Gauss-Seidel sweep
-of the check itself, which keeps it at rest (``_polish_row``). Everything runs in a fixed order:
-deterministic.
+floor by the arm) or creeps (a held cube: a few percent a round), and each further round costs as
+much as the first. Each row starts from the last substep's impulses and active-set state of the
+same pair's row whose contact point was nearest (warm start, as Box2D and Bullet match contact
+points: a pair's slots reorder as a box's corners come and go); a warm start that already meets
+every row to a tenth of the tolerance takes no round at all (``_settled``: a body at rest), only
+the block Gauss-Seidel sweep of the check itself, which keeps it at rest (``_polish_row``).
+Everything runs in a fixed order: deterministic.
 
 A contact's J, ``A^-1 J^T`` (by the packed ``L^T D L`` factor the step already computed, over the
 dof ranges of the two bodies' kinematic trees: the factor is block-diagonal by tree) and its 3x3
