@@ -177,7 +177,7 @@ def test_tanh_matches_torch_tanh_in_value_and_gradient(monkeypatch, slow_cpu_tan
         assert torch.equal(y, y_ref)  # torch's own tanh
 
 
-def test_rollouts_run_torch_on_rollout_threads_and_restore_its_setting(monkeypatch):
+def test_rollout_steps_run_torch_on_rollout_threads_and_restore_its_setting(monkeypatch):
     monkeypatch.setattr(torch, "get_num_threads", lambda: 2)  # as on a 2-core machine, on any machine
     threads = []
     monkeypatch.setattr(torch, "set_num_threads", threads.append)
@@ -196,7 +196,11 @@ def test_rollouts_run_torch_on_rollout_threads_and_restore_its_setting(monkeypat
         return env_step(action)
 
     runner.env.step = step
+    critic = []  # the batch work after the steps runs while no env steps: on torch's own setting
+    value = runner.module.value
+    runner.module.value = lambda o: critic.append(threads[-1]) or value(o)
     runner.collect()
+    assert critic and set(critic) == {2}
     with pytest.raises(KeyboardInterrupt):
         runner.collect()
     assert seen == [1, 1, 1] and threads[-1] == 2  # restored after the exception too

@@ -127,17 +127,29 @@ class Runner:
         log-probabilities, are computed once over the whole rollout (the parameters do not change
         within it). Observations are normalized with the statistics as they stood when the rollout
         began (the first rollout: mean 0, variance 1), which are then updated from its observations
-        once, as the parameters are by PPO."""
-        with cpu_threads(self.cfg.rollout_threads, self.device):
-            self._collect()
+        once, as the parameters are by PPO.
 
-    def _collect(self) -> None:
-        s, ppo, gamma = self.storage, self.cfg.ppo, self.cfg.ppo.gamma
+        On the CPU the steps run torch on ``train.rollout_threads`` threads, beside the env's host
+        threads; the batch work after them, while no env steps, on torch's own setting."""
+        with cpu_threads(self.cfg.rollout_threads, self.device):
+            self._step_envs()
+        s, ppo = self.storage, self.cfg.ppo
+        values, final_values, last_values = self._values(self._obs)
+        self.normalizer.update(s.flat("raw_obs"))  # a no-op when normalization is off
+        s.values.copy_(values)
+        s.log_probs.copy_(gaussian_log_prob(s.actions, s.means, s.log_std))
+        rewards = bootstrap_truncated(s.rewards, s.bootstrapped, final_values, ppo.gamma)
+        s.advantages, s.returns = gae(rewards, s.values, s.dones, last_values, ppo.gamma, ppo.lam)
+        self._stats += s.episode_sums()
+
+    def _step_envs(self) -> None:
+        """``num_steps`` steps of every env by the policy as it stands, into the storage."""
+        s = self.storage
         log_std = self.module.log_std.detach()
         s.log_std.copy_(log_std)
         std = torch.exp(log_std)
         obs = self._obs
-        for t in range(ppo.num_steps):
+        for t in range(self.cfg.ppo.num_steps):
             s.raw_obs[t] = obs
             o = self.normalizer(obs)
             mean = self.module.actor(o)
@@ -158,13 +170,6 @@ class Runner:
             if "sim_error" in ep:  # sim-error endings, from envs that report them (WarpVectorEnv does)
                 s.ep_sim_error[t] = ep["sim_error"]
         self._obs = obs
-        values, final_values, last_values = self._values(obs)
-        self.normalizer.update(s.flat("raw_obs"))  # a no-op when normalization is off
-        s.values.copy_(values)
-        s.log_probs.copy_(gaussian_log_prob(s.actions, s.means, log_std))
-        rewards = bootstrap_truncated(s.rewards, s.bootstrapped, final_values, gamma)
-        s.advantages, s.returns = gae(rewards, s.values, s.dones, last_values, gamma, ppo.lam)
-        self._stats += s.episode_sums()
 
     def _values(self, last_obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The critic's values of the rollout: of every step's observation ``(T, N)``, of the terminal
