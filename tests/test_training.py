@@ -177,10 +177,17 @@ def test_tanh_matches_torch_tanh_in_value_and_gradient(monkeypatch, slow_cpu_tan
         assert torch.equal(y, y_ref)  # torch's own tanh
 
 
-def test_rollout_steps_run_torch_on_rollout_threads_and_restore_its_setting(monkeypatch):
-    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)  # as on a 2-core machine, on any machine
+def _record_threads(monkeypatch) -> list[int]:
+    """torch's thread count as on a 2-core machine (on any machine); the counts set from here on
+    are recorded in the returned list instead of applied."""
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)
     threads = []
     monkeypatch.setattr(torch, "set_num_threads", threads.append)
+    return threads
+
+
+def test_rollout_steps_run_torch_on_rollout_threads_and_restore_its_setting(monkeypatch):
+    threads = _record_threads(monkeypatch)
     spec = load_run_spec(
         "WarpGym/FrankaReach-v0",
         overrides={"train": {"num_envs": 8, "rollout_threads": 1, "ppo": {"num_steps": 2}}},
@@ -451,9 +458,7 @@ def test_cli_train_resume_play(tmp_path, monkeypatch):
     assert "losses/approx_kl" in events.Tags()["scalars"]
     assert not videos or (video.stat().st_size > 0 and "videos/policy" in events.Tags()["images"])
     # play evaluates on the rollouts' torch threads (train.rollout_threads = 1), then restores them
-    monkeypatch.setattr(torch, "get_num_threads", lambda: 2)  # as on a 2-core machine, on any machine
-    threads, seen, evaluate = [], [], cli.evaluate
-    monkeypatch.setattr(torch, "set_num_threads", threads.append)
+    threads, seen, evaluate = _record_threads(monkeypatch), [], cli.evaluate
 
     def recording_evaluate(*args):
         seen.append(threads[-1] if threads else None)  # None: torch's own setting
