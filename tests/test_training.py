@@ -170,8 +170,15 @@ def test_tanh_matches_torch_tanh_in_value_and_gradient(monkeypatch, slow_cpu_tan
     assert y_inplace.data_ptr() == hidden.data_ptr() and torch.equal(y_inplace, y)
     y_inplace.backward(grad)
     assert torch.equal(inplace_x.grad, x.grad)
-    half = x.detach().bfloat16()
-    assert torch.equal(Tanh()(half), torch.tanh(half))  # bfloat16 (autocast) keeps torch's tanh
+    half = x.detach().bfloat16().requires_grad_()  # a hidden layer under bfloat16 autocast
+    y_half = Tanh()(half)
+    exact = torch.tanh(half.detach().double())
+    assert y_half.dtype == torch.bfloat16
+    assert ((y_half.double() - exact).abs() <= 2**-8 * exact.abs() + 2.5e-7).all()  # bfloat16's rounding
+    if not slow_cpu_tanh:
+        assert torch.equal(y_half, torch.tanh(half.detach().float()).bfloat16())  # float32's, rounded
+    y_half.backward(grad.bfloat16())
+    assert torch.equal(half.grad, torch.ops.aten.tanh_backward(grad.bfloat16(), y_half.detach()))
     assert torch.isnan(Tanh()(torch.tensor([float("nan")]))).all()
     if not slow_cpu_tanh:
         assert torch.equal(y, y_ref)  # torch's own tanh

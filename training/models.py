@@ -14,6 +14,11 @@ from .config import PolicyConfig
 __all__ = ["ActorCritic", "Tanh", "gaussian_log_prob"]
 
 
+def _sigmoid_tanh_(y: torch.Tensor) -> torch.Tensor:
+    """``y = 2x`` overwritten by 2 sigmoid(2x) - 1 = tanh(x)."""
+    return torch.sigmoid_(y).mul_(2.0).sub_(1.0)
+
+
 class _SigmoidTanh(torch.autograd.Function):
     """tanh(x) as 2 sigmoid(2x) - 1 (within 2e-7 of ``torch.tanh``); its gradient is tanh's. With
     ``inplace`` the result is written over ``x``."""
@@ -22,11 +27,9 @@ class _SigmoidTanh(torch.autograd.Function):
     def forward(ctx, x: torch.Tensor, inplace: bool) -> torch.Tensor:
         if inplace:
             ctx.mark_dirty(x)
-            y = x.mul_(2.0)
+            y = _sigmoid_tanh_(x.mul_(2.0))
         else:
-            y = x * 2.0
-        torch.sigmoid_(y)
-        y.mul_(2.0).sub_(1.0)
+            y = _sigmoid_tanh_(x * 2.0)
         ctx.save_for_backward(y)
         return y
 
@@ -54,23 +57,45 @@ def _mkl_tanh_is_slow() -> bool:
 _SLOW_CPU_TANH = _mkl_tanh_is_slow()
 
 
-class Tanh(nn.Module):
-    """``nn.Tanh``, computed as 2 sigmoid(2x) - 1 for float32 CPU tensors on machines whose
-    ``torch.tanh`` is slow there (``_mkl_tanh_is_slow``); elsewhere, and for other dtypes (bfloat16
-    under autocast) and devices, ``torch.tanh``. The choice is fixed per machine, so results stay
-    the same bit for bit from run to run.
+class _Float32Tanh(torch.autograd.Function):
+    """tanh of a bfloat16 CPU tensor (a hidden layer under autocast), computed in float32 and rounded
+    back to bfloat16: torch's bfloat16 tanh on the CPU runs 2-3x slower than converting, taking
+    float32's vectorized tanh and converting back. Within bfloat16's rounding of the exact tanh;
+    its gradient is tanh's, from the bfloat16 output."""
 
-    ``inplace=True`` (as in ``nn.ReLU``) overwrites the input, which must not be needed elsewhere
-    (a hidden layer's output is not): the same values and gradients without allocating and filling
-    a second activation-sized tensor."""
+    @staticmethod
+    def forward(ctx, x: torch.Tensor) -> torch.Tensor:
+        y = x.float()
+        y = (_sigmoid_tanh_(y.mul_(2.0)) if _SLOW_CPU_TANH else y.tanh_()).to(x.dtype)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        (y,) = ctx.saved_tensors
+        return torch.ops.aten.tanh_backward(grad, y)
+
+
+class Tanh(nn.Module):
+    """``nn.Tanh`` for the CPU's fast paths: a float32 tensor on a machine whose ``torch.tanh`` is slow
+    there (``_mkl_tanh_is_slow``) as 2 sigmoid(2x) - 1, a bfloat16 one in float32
+    (``_Float32Tanh``); other tensors by ``torch.tanh``. The choice is fixed per machine, so results
+    stay the same bit for bit from run to run.
+
+    ``inplace=True`` (as in ``nn.ReLU``) lets it overwrite the input, which must not be needed
+    elsewhere (a hidden layer's output is not): float32 values and gradients without allocating and
+    filling a second activation-sized tensor. A bfloat16 input is left as it is."""
 
     def __init__(self, inplace: bool = False):
         super().__init__()
         self.inplace = inplace
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if _SLOW_CPU_TANH and x.dtype == torch.float32 and x.device.type == "cpu":
-            return _SigmoidTanh.apply(x, self.inplace)
+        if x.device.type == "cpu":
+            if x.dtype == torch.bfloat16:
+                return _Float32Tanh.apply(x)
+            if _SLOW_CPU_TANH and x.dtype == torch.float32:
+                return _SigmoidTanh.apply(x, self.inplace)
         return x.tanh_() if self.inplace else torch.tanh(x)
 
 

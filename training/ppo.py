@@ -39,7 +39,11 @@ class PPO:
     def __init__(self, model: nn.Module, module: nn.Module, cfg: PPOConfig, device: torch.device, seed: int):
         self.model, self.cfg, self.device = model, cfg, device
         self.lr = torch.tensor(cfg.learning_rate, device=device)  # a tensor: adapted without a sync
-        self.optimizer = torch.optim.Adam(module.parameters(), lr=self.lr, capturable=device.type == "cuda")
+        # CUDA: capturable (the step count stays on the device); the CPU: fused, one kernel for all
+        # parameters, several times faster than the per-tensor loop a tensor learning rate needs there
+        cuda, cpu = device.type == "cuda", device.type == "cpu"
+        params = module.parameters()
+        self.optimizer = torch.optim.Adam(params, lr=self.lr, capturable=cuda, fused=True if cpu else None)
         self.generator = torch.Generator(device=device).manual_seed(seed)  # minibatch order
         self.bf16 = uses_bf16(cfg.bf16, device)
         if cfg.bf16 is True and device.type == "cpu" and not _cpu_has_bf16():
@@ -51,13 +55,13 @@ class PPO:
 
     def load_optimizer_state(self, state: dict, lr: float) -> None:
         """Adam's state and the learning rate from a checkpoint, possibly saved on another device:
-        the options that follow the device (``capturable``, on for CUDA) and the learning rate
-        tensor stay this run's, and the step counts move to where those options want them. The
-        state is copied: Adam updates it in place, and ``load_state_dict`` keeps tensors that are
-        on the right device as they are, so ``state`` itself would change."""
+        the options that follow the device (``capturable`` on CUDA, ``fused`` on the CPU) and the
+        learning rate tensor stay this run's, and the step counts move to where those options want
+        them. The state is copied: Adam updates it in place, and ``load_state_dict`` keeps tensors
+        that are on the right device as they are, so ``state`` itself would change."""
         own = self.optimizer.param_groups
         groups = [
-            {**saved, "capturable": mine["capturable"]}
+            {**saved, "capturable": mine["capturable"], "fused": mine["fused"]}
             for saved, mine in zip(state["param_groups"], own, strict=True)
         ]
         self.optimizer.load_state_dict(copy.deepcopy({**state, "param_groups": groups}))
