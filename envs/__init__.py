@@ -9,6 +9,7 @@ Importing this package registers the tasks::
     single = gym.make("WarpGym/FrankaReach-v0")  # one env, NumPy arrays (gymnasium.Env)
 """
 
+import sim_core  # noqa: F401, I001 (first: sets torch's OpenMP busy-wait before torch loads)
 from functools import partial
 
 import gymnasium as gym

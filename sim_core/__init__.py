@@ -4,6 +4,7 @@ Importing works before ``init()``; ``sc.device`` and ``sc.backend`` are None unt
 """
 
 from . import gl_backend  # noqa: F401, I001 (first: picks MuJoCo's headless GL backend before mujoco loads)
+from . import openmp_spin  # noqa: F401, I001 (before torch loads: short OpenMP busy-wait, see the module)
 from . import materials, morphs
 from .errors import (
     AlreadyBuiltError,

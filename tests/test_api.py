@@ -1,6 +1,7 @@
 """The Genesis-style API: shapes, envs_idx forms, views, immediate updates, errors, determinism."""
 
 import os
+import runpy
 import subprocess
 import sys
 import textwrap
@@ -11,6 +12,7 @@ import torch
 from conftest import ASSETS, franka_scene, make_scene, t32
 
 import sim_core as sc
+from sim_core import openmp_spin
 
 HOME = [0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.8, 0.02, 0.02]
 
@@ -259,6 +261,49 @@ def test_bad_input_raises_and_leaves_state_unchanged(case):
 def test_cpu_threads_must_be_a_positive_integer(bad):
     with pytest.raises(sc.InvalidValueError, match="cpu_threads"):
         sc.SimOptions(cpu_threads=bad)
+
+
+def test_importing_warpgym_shortens_openmp_busy_wait_before_torch_loads():
+    script = textwrap.dedent(
+        """
+        import os, sys
+
+        seen = []
+
+        class Watch:  # records GOMP_SPINCOUNT as torch starts loading
+            def find_spec(self, name, path=None, target=None):
+                if name == "torch" and not seen:
+                    seen.append(os.environ.get("GOMP_SPINCOUNT"))
+
+        sys.meta_path.insert(0, Watch())
+        import warpgym
+
+        print(seen)
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    assert run.returncode == 0 and run.stdout.splitlines()[-1:] == ["['1000']"], run.stderr
+
+
+@pytest.mark.parametrize(
+    ("preset", "torch_loaded", "expected"),
+    [
+        ({}, False, "1000"),
+        ({"GOMP_SPINCOUNT": "5"}, False, "5"),
+        ({"OMP_WAIT_POLICY": "ACTIVE"}, False, None),
+        ({}, True, None),
+    ],
+)
+def test_openmp_busy_wait_is_left_to_the_user_and_to_loaded_torch(monkeypatch, preset, torch_loaded, expected):
+    for key in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in preset.items():
+        monkeypatch.setenv(key, value)
+    if not torch_loaded:
+        monkeypatch.delitem(sys.modules, "torch")
+    runpy.run_path(openmp_spin.__file__)
+    assert os.environ.get("GOMP_SPINCOUNT") == expected
 
 
 def test_zero_norm_quaternion_rejected():
