@@ -182,6 +182,10 @@ def test_tanh_matches_torch_tanh_in_value_and_gradient(monkeypatch, slow_cpu_tan
     assert torch.isnan(Tanh()(torch.tensor([float("nan")]))).all()
     if not slow_cpu_tanh:
         assert torch.equal(y, y_ref)  # torch's own tanh
+    with torch.inference_mode():  # without autograd, the same values
+        hidden = x.detach().clone()
+        assert torch.equal(Tanh()(x.detach()), y) and torch.equal(Tanh()(half.detach()), y_half)
+        assert torch.equal(Tanh(inplace=True)(hidden), y) and torch.equal(hidden, y)
 
 
 def _record_threads(monkeypatch) -> list[int]:

@@ -37,6 +37,9 @@ from .video import add_video_to_tensorboard, rollout_frames
 __all__ = ["Runner", "make_env", "make_video_env"]
 
 _STATS = ("return_sum", "length_sum", "success_sum", "episodes", "sim_errors")
+# the rollout's critic runs on chunks of rows whose widest hidden activations hold this many floats
+# (4 MB): few calls, and each one's activations stay in the CPU's cache
+_CRITIC_CHUNK_FLOATS = 1 << 20
 
 
 def make_env(spec: RunSpec, num_envs: int, device: torch.device, seed: int, **kw: Any) -> gym.vector.VectorEnv:
@@ -176,13 +179,14 @@ class Runner:
         observations of the episodes bootstrapped at each step ``(T, N)`` (0 elsewhere) and of
         ``last_obs`` ``(N,)``.
 
-        The critic runs on N rows at a time, which keeps its activations in cache. Terminal
+        The critic runs on chunks of ``_CRITIC_CHUNK_FLOATS / widest hidden layer`` rows. Terminal
         observations are gathered first: an env is cut by the time limit at most
         ``ceil(T / max_episode_steps)`` times in T steps, so a fixed number of rows (sorted to the
         front, no host read) holds every one of them."""
         s = self.storage
-        values = torch.stack([self.module.value(o) for o in s.obs])
-        T, N = values.shape
+        T, N = s.rewards.shape
+        rows = _CRITIC_CHUNK_FLOATS // max(self.cfg.policy.critic_hidden, default=1)
+        values = torch.cat([self.module.value(c) for c in s.flat("obs").split(rows)]).view(T, N)
         boot = s.bootstrapped.reshape(-1)
         rows = torch.sort(boot.to(torch.uint8), descending=True, stable=True).indices[: self._final_rows]
         final = torch.zeros(T * N, device=self.device)
