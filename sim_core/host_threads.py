@@ -9,13 +9,18 @@ there is one share, the whole launch.
 
 A kernel written for this takes a ``Share`` and runs its envs from ``first_env(share, wp.tid())``
 (``share.per_thread`` of them in turn, fewer at the end); ``record`` records its shares.
+
+The shares other than the caller's run on worker threads kept for the process, each handed its job
+through a pair of locks (``_Worker``): a launch of a few hundred microseconds pays a few tens of
+microseconds for the hand-over, about half what ``concurrent.futures`` costs for a job's submit and
+result (both mostly Python work under the GIL).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import torch
 import warp as wp
@@ -71,8 +76,6 @@ class SharedLaunch:
 
     def __init__(self, launches: Sequence[wp.Launch]):
         self.launches = list(launches)
-        if len(self.launches) > 1:
-            _ensure_pool(len(self.launches) - 1)
 
     def set_param_at_index(self, index: int, value) -> None:
         """Set argument ``index`` of every share's launch (``wp.Launch.set_param_at_index``)."""
@@ -83,12 +86,20 @@ class SharedLaunch:
         if len(self.launches) == 1:
             self.launches[0].launch()
             return
-        pending = [_pool.submit(cmd.launch) for cmd in self.launches[1:]]
-        try:
-            self.launches[0].launch()
-        finally:
-            for f in pending:
-                f.result()
+        with _launching:  # the workers run one SharedLaunch at a time, whichever thread calls
+            while len(_workers) < len(self.launches) - 1:
+                _workers.append(_Worker(f"sim_core_cpu_{len(_workers)}"))
+            workers = _workers[: len(self.launches) - 1]
+            for worker, cmd in zip(workers, self.launches[1:], strict=True):
+                worker.start(cmd.launch)
+            errors = []
+            try:
+                self.launches[0].launch()
+            except BaseException as e:  # wait for the workers before raising
+                errors.append(e)
+            errors += [e for e in (w.wait() for w in workers) if e is not None]
+        if errors:
+            raise errors[0]
 
 
 def record(
@@ -121,14 +132,47 @@ def record_envs(
     return record(make, -(-n_envs // per_thread), threads, device)
 
 
-_pool: ThreadPoolExecutor | None = None  # the worker threads, shared by every SharedLaunch
-_pool_size = 0
+class _Worker:
+    """A daemon thread that runs one job at a time: ``start(job)`` hands it over, ``wait()`` returns
+    once it has run, with the exception it raised or None. Each hand-over is one release and one
+    acquire of a lock in each direction."""
+
+    def __init__(self, name: str):
+        self._go, self._done = threading.Lock(), threading.Lock()
+        self._go.acquire()
+        self._done.acquire()
+        self._job: Callable[[], None] | None = None
+        self._error: BaseException | None = None
+        threading.Thread(target=self._run, name=name, daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            self._go.acquire()
+            try:
+                self._job()
+            except BaseException as e:  # handed to the caller by wait()
+                self._error = e
+            self._done.release()
+
+    def start(self, job: Callable[[], None]) -> None:
+        self._job = job
+        self._go.release()
+
+    def wait(self) -> BaseException | None:
+        self._done.acquire()
+        error, self._error, self._job = self._error, None, None
+        return error
 
 
-def _ensure_pool(workers: int) -> None:
-    """At least ``workers`` worker threads (launches finish before they return, so none is in flight)."""
-    global _pool, _pool_size
-    if workers > _pool_size:
-        if _pool is not None:
-            _pool.shutdown(wait=True)
-        _pool, _pool_size = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sim_core_cpu"), workers
+_workers: list[_Worker] = []  # shared by every SharedLaunch, started on first use
+_launching = threading.Lock()
+
+
+def _forget_workers() -> None:
+    """In a forked child: the parent's threads did not come along; new ones start on first use."""
+    global _launching
+    _workers.clear()
+    _launching = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_workers)

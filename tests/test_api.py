@@ -5,6 +5,8 @@ import runpy
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -12,7 +14,7 @@ import torch
 from conftest import ASSETS, franka_scene, make_scene, t32
 
 import sim_core as sc
-from sim_core import openmp_spin
+from sim_core import host_threads, openmp_spin
 
 HOME = [0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.8, 0.02, 0.02]
 
@@ -304,6 +306,51 @@ def test_openmp_busy_wait_is_left_to_the_user_and_to_loaded_torch(monkeypatch, p
         monkeypatch.delitem(sys.modules, "torch")
     runpy.run_path(openmp_spin.__file__)
     assert os.environ.get("GOMP_SPINCOUNT") == expected
+
+
+class _Share:
+    """A stand-in for a recorded launch: records the thread it ran on, may sleep, then raise."""
+
+    def __init__(self, seconds=0.0, error=None):
+        self.seconds, self.error, self.thread = seconds, error, None
+
+    def launch(self):
+        time.sleep(self.seconds)
+        self.thread = threading.current_thread()
+        if self.error is not None:
+            raise self.error
+
+
+def test_a_shared_launch_runs_every_share_and_raises_the_first_error_after_all_finish():
+    shares = [_Share(), _Share(), _Share()]
+    host_threads.SharedLaunch(shares).launch()
+    assert shares[0].thread is threading.current_thread()
+    assert len({s.thread for s in shares}) == 3
+    slow, failing = _Share(seconds=0.05), _Share(error=ValueError("share 2"))
+    with pytest.raises(ValueError, match="share 2"):
+        host_threads.SharedLaunch([_Share(), slow, failing]).launch()
+    assert slow.thread is not None  # waited for before raising
+    first = _Share(error=KeyError("caller"))
+    with pytest.raises(KeyError, match="caller"):
+        host_threads.SharedLaunch([first, _Share(error=ValueError("worker"))]).launch()
+    again = [_Share(), _Share()]
+    host_threads.SharedLaunch(again).launch()  # the workers are free again
+    assert all(s.thread is not None for s in again)
+
+
+def test_a_shared_launch_works_in_a_forked_child():
+    host_threads.SharedLaunch([_Share(), _Share()]).launch()  # the parent's workers exist
+    pid = os.fork()
+    if pid == 0:  # the child: its workers start anew
+        code = 1
+        try:
+            shares = [_Share(), _Share()]
+            host_threads.SharedLaunch(shares).launch()
+            code = 0 if shares[1].thread is not threading.current_thread() else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_zero_norm_quaternion_rejected():
