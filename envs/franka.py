@@ -136,8 +136,9 @@ class FrankaArm:
         """The recorded launch of the action kernel reading ``action`` ``(num_envs, action_dim)``."""
         solver = self.scene.sim.rigid_solver
         inputs = [self.model, wp.from_torch(action), solver.state_view(), self.state]
-        n, dev = action.shape[0], solver.wp_device
-        return host_threads.record_envs(arm_action_kernel, n, lambda s: [s, *inputs], dev, solver.cpu_threads)
+        n, dev, threads = action.shape[0], solver.wp_device, solver.cpu_threads
+        light = host_threads.LIGHT_ENVS_PER_SHARE  # tens of ns per env
+        return host_threads.record_envs(arm_action_kernel, n, lambda s: [s, *inputs], dev, threads, light)
 
     # ---- state, for host-side inspection and controllers ------------------------------------------
     def ee_pos(self) -> torch.Tensor:

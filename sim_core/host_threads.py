@@ -27,6 +27,7 @@ import warp as wp
 
 __all__ = [
     "ENVS_PER_THREAD",
+    "LIGHT_ENVS_PER_SHARE",
     "Share",
     "first_env",
     "default_threads",
@@ -37,6 +38,11 @@ __all__ = [
 ]
 
 ENVS_PER_THREAD = 64  # envs a launch thread of the step and the task kernels runs in turn on the CPU
+# A kernel that spends tens of nanoseconds per env (an arm's action, the detection pass that skips
+# all but the reset envs) shares its envs only from this many per host thread on: below, handing a
+# share to another thread costs more than the share (1024 Reach envs: the action kernel 41 us on
+# one thread, 85 us on two).
+LIGHT_ENVS_PER_SHARE = 2048
 
 
 @wp.struct
@@ -103,12 +109,18 @@ class SharedLaunch:
 
 
 def record(
-    make: Callable[[int, int, int], wp.Launch], n_threads: int, threads: int, device: str | None = None
+    make: Callable[[int, int, int], wp.Launch],
+    n_threads: int,
+    threads: int,
+    device: str | None = None,
+    min_per_share: int = 1,
 ) -> SharedLaunch:
     """The shares (``shares``) of a launch of ``n_threads`` threads over ``threads`` host threads,
-    each recorded by ``make(tid0, stride, dim)``; on a GPU ``device`` one share, the whole launch."""
+    each recorded by ``make(tid0, stride, dim)``, each share at least ``min_per_share`` launch
+    threads (fewer host threads otherwise); on a GPU ``device`` one share, the whole launch."""
     if device is not None and not wp.get_device(device).is_cpu:
         threads = 1
+    threads = max(1, min(threads, n_threads // min_per_share))
     return SharedLaunch([make(*s) for s in shares(n_threads, threads)])
 
 
@@ -118,10 +130,12 @@ def record_envs(
     inputs: Callable[[Share], list],
     device: str,
     threads: int,
+    min_envs_per_share: int = ENVS_PER_THREAD,
 ) -> SharedLaunch:
     """The shares of a launch of ``kernel`` over ``n_envs`` envs that takes a ``Share`` (``inputs``
     returns a share's inputs): on the CPU ``ENVS_PER_THREAD`` envs per launch thread, over
-    ``threads`` host threads; on a GPU one env per thread, one launch."""
+    ``threads`` host threads, each share at least ``min_envs_per_share`` envs
+    (``LIGHT_ENVS_PER_SHARE`` for a light kernel); on a GPU one env per thread, one launch."""
     per_thread = ENVS_PER_THREAD if wp.get_device(device).is_cpu else 1
 
     def make(tid0: int, stride: int, dim: int) -> wp.Launch:
@@ -129,7 +143,7 @@ def record_envs(
         s.per_thread, s.tid0, s.stride = per_thread, tid0, stride
         return wp.launch(kernel, dim=dim, inputs=inputs(s), device=device, record_cmd=True)
 
-    return record(make, -(-n_envs // per_thread), threads, device)
+    return record(make, -(-n_envs // per_thread), threads, device, max(1, min_envs_per_share // per_thread))
 
 
 class _Worker:

@@ -153,7 +153,9 @@ def _record(
             record_cmd=True,
         )
 
-    return host_threads.record(share, -(-n // per_thread), threads, str(d.qpos.device))
+    # the detection pass skips all but the envs whose state was set: a light kernel
+    light = host_threads.LIGHT_ENVS_PER_SHARE // per_thread if detect >= 0 else 1
+    return host_threads.record(share, -(-n // per_thread), threads, str(d.qpos.device), light)
 
 
 def record_step(
