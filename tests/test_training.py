@@ -151,6 +151,11 @@ def test_obs_normalizer_statistics_match_the_concatenated_batches():
     disabled = ObsNormalizer(3, enabled=False)
     disabled.update(batches[0])
     assert torch.equal(disabled(batches[1]), batches[1]) and torch.equal(disabled.mean, torch.zeros(3))
+    out = torch.empty_like(batches[1])  # into a given tensor (the rollout's storage): the same values
+    expected = ((batches[1] - norm.mean) / torch.sqrt(norm.var + norm.eps)).clamp(-norm.clip, norm.clip)
+    assert norm(batches[1], out=out) is out and torch.equal(out, expected)
+    assert torch.equal(norm(batches[1]), expected)
+    assert disabled(batches[1], out=out) is out and torch.equal(out, batches[1])
 
 
 @pytest.mark.parametrize("slow_cpu_tanh", [True, False])

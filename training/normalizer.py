@@ -42,7 +42,9 @@ class ObsNormalizer(nn.Module):
         self.mean.add_(delta * n / total)
         self.count.copy_(total)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        """The normalized ``x``, written into ``out`` when given."""
         if not self.enabled:
-            return x
-        return ((x - self.mean) / torch.sqrt(self.var + self.eps)).clamp(-self.clip, self.clip)
+            return x if out is None else out.copy_(x)
+        y = torch.sub(x, self.mean, out=out)
+        return y.div_(torch.sqrt(self.var + self.eps)).clamp_(-self.clip, self.clip)

@@ -151,15 +151,14 @@ class Runner:
         log_std = self.module.log_std.detach()
         s.log_std.copy_(log_std)
         std = torch.exp(log_std)
+        noise = torch.empty_like(s.actions[0])
         obs = self._obs
-        for t in range(self.cfg.ppo.num_steps):
+        for t in range(self.cfg.ppo.num_steps):  # written into the storage in place where possible
             s.raw_obs[t] = obs
-            o = self.normalizer(obs)
-            mean = self.module.actor(o)
-            action = mean + std * torch.randn(mean.shape, generator=self.sampler, device=self.device)
+            mean = self.module.actor(self.normalizer(obs, out=s.obs[t]))
+            torch.randn(noise.shape, generator=self.sampler, device=self.device, out=noise)
+            action = torch.addcmul(mean, noise, std, out=s.actions[t])
             obs, reward, terminated, truncated, info = self.env.step(action)
-            s.obs[t] = o
-            s.actions[t] = action
             s.means[t] = mean
             s.rewards[t] = reward
             s.terminated[t] = terminated
