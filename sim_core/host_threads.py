@@ -11,9 +11,8 @@ A kernel written for this takes a ``Share`` and runs its envs from ``first_env(s
 (``share.per_thread`` of them in turn, fewer at the end); ``record`` records its shares.
 
 The shares other than the caller's run on worker threads kept for the process, each handed its job
-through a pair of locks (``_Worker``): a launch of a few hundred microseconds pays a few tens of
-microseconds for the hand-over, about half what ``concurrent.futures`` costs for a job's submit and
-result (both mostly Python work under the GIL).
+through a pair of locks (``_Worker``). A hand-over costs a few tens of microseconds, less than a
+``concurrent.futures`` submit and result, whose Python work under the GIL both threads wait on.
 """
 
 from __future__ import annotations

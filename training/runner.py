@@ -184,8 +184,8 @@ class Runner:
         front, no host read) holds every one of them."""
         s = self.storage
         T, N = s.rewards.shape
-        rows = _CRITIC_CHUNK_FLOATS // max(self.cfg.policy.critic_hidden, default=1)
-        values = torch.cat([self.module.value(c) for c in s.flat("obs").split(rows)]).view(T, N)
+        chunk = _CRITIC_CHUNK_FLOATS // max(self.cfg.policy.critic_hidden, default=1)
+        values = torch.cat([self.module.value(c) for c in s.flat("obs").split(chunk)]).view(T, N)
         boot = s.bootstrapped.reshape(-1)
         rows = torch.sort(boot.to(torch.uint8), descending=True, stable=True).indices[: self._final_rows]
         final = torch.zeros(T * N, device=self.device)
