@@ -23,7 +23,7 @@ import torch
 import warpgym  # noqa: F401  (registers the tasks)
 from warpgym.training import distributed
 from warpgym.training.config import load_run_spec, parse_overrides
-from warpgym.training.ppo import _cpu_has_bf16
+from warpgym.training.ppo import uses_bf16
 from warpgym.training.runner import Runner
 
 
@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     runner.collect()
     ppo = runner.ppo
     modes = {"float32": False}
-    if ctx.device.type != "cpu" or _cpu_has_bf16() or args.bf16_anyway:
+    if ctx.device.type != "cpu" or uses_bf16("auto", ctx.device) or args.bf16_anyway:
         modes["bfloat16"] = True
     cfg = spec.train
     print(

@@ -39,8 +39,7 @@ __all__ = [
 ENVS_PER_THREAD = 64  # envs a launch thread of the step and the task kernels runs in turn on the CPU
 # A kernel that spends tens of nanoseconds per env (an arm's action, the detection pass that skips
 # all but the reset envs) shares its envs only from this many per host thread on: below, handing a
-# share to another thread costs more than the share (1024 Reach envs: the action kernel 41 us on
-# one thread, 85 us on two).
+# share to another thread costs more than the share (docs/performance.md, "Where a step's time goes").
 LIGHT_ENVS_PER_SHARE = 2048
 
 

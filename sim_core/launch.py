@@ -154,8 +154,8 @@ def _record(
         )
 
     # the detection pass skips all but the envs whose state was set: a light kernel
-    light = host_threads.LIGHT_ENVS_PER_SHARE // per_thread if detect >= 0 else 1
-    return host_threads.record(share, -(-n // per_thread), threads, str(d.qpos.device), light)
+    min_per_share = host_threads.LIGHT_ENVS_PER_SHARE // per_thread if detect >= 0 else 1
+    return host_threads.record(share, -(-n // per_thread), threads, str(d.qpos.device), min_per_share)
 
 
 def record_step(

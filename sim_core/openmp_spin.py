@@ -4,9 +4,9 @@ GNU OpenMP (libgomp, the OpenMP runtime of torch's Linux builds) lets a worker t
 parallel region spin for ``GOMP_SPINCOUNT`` iterations before it sleeps: 300,000 by default, a few
 milliseconds. A CPU scene steps on host threads of its own (``host_threads``), one per core, so
 workers still spinning after a parallel torch op (a PPO update on every core, a batched critic)
-take cores from the next steps: inside training on 2 cores, Reach's ``env.step`` ran at 545k
-env-steps/s instead of 670k. At 1,000 iterations (microseconds) a worker still stays awake between
-the consecutive ops of one computation; the PPO update runs as fast.
+take cores from the next steps and slow them down (docs/performance.md, "Training rollouts against
+the bare env"). At 1,000 iterations (microseconds) a worker still stays awake between the
+consecutive ops of one computation, so the PPO update runs as fast.
 
 libgomp reads the variable once, as torch loads it, so it is set on import of this package, and only
 when the user chose no OpenMP wait behaviour (``GOMP_SPINCOUNT`` and ``OMP_WAIT_POLICY`` unset) and

@@ -338,6 +338,17 @@ def test_a_shared_launch_runs_every_share_and_raises_the_first_error_after_all_f
     assert all(s.thread is not None for s in again)
 
 
+def test_a_light_launch_shares_its_threads_only_above_its_minimum():
+    def make(tid0, stride, dim):
+        return (tid0, stride, dim)
+
+    light = host_threads.LIGHT_ENVS_PER_SHARE // host_threads.ENVS_PER_THREAD  # launch threads
+    assert host_threads.record(make, 16, 2, "cpu").launches == [(0, 2, 8), (1, 2, 8)]
+    assert host_threads.record(make, 16, 2, "cpu", light).launches == [(0, 1, 16)]  # 1024 envs
+    assert host_threads.record(make, 2 * light, 2, "cpu", light).launches == [(0, 2, light), (1, 2, light)]
+    assert host_threads.record(make, 2 * light - 1, 3, "cpu", light).launches == [(0, 1, 2 * light - 1)]
+
+
 def test_a_shared_launch_works_in_a_forked_child():
     host_threads.SharedLaunch([_Share(), _Share()]).launch()  # the parent's workers exist
     pid = os.fork()
