@@ -103,6 +103,7 @@ class Episodes:
     # PASS_RESET)
     max_steps: int  # time limit, control steps
     mode: int  # SAME_STEP, NEXT_STEP or DISABLED
+    first_env: int  # the index the random streams give env 0 (EnvRNG.first_env)
 
 
 @wp.struct
@@ -122,7 +123,7 @@ def step_key(ep: Episodes, env: int, advance: bool) -> wp.uint32:
     if advance:
         c += 1
         ep.step_count[env] = c
-    return stream_key(ep.key[0], STEP_STREAM, env, c)
+    return stream_key(ep.key[0], STEP_STREAM, ep.first_env + env, c)
 
 
 @wp.func
@@ -227,4 +228,4 @@ def begin_episode(ep: Episodes, env: int) -> wp.uint32:
     ep.success_once[env] = False
     ep.pending[env] = False
     ep.forced[env] = 0
-    return stream_key(ep.key[0], RESET_STREAM, env, c)
+    return stream_key(ep.key[0], RESET_STREAM, ep.first_env + env, c)

@@ -184,11 +184,14 @@ class FrankaTaskEnv(WarpVectorEnv):
         self.scene.build(n_envs=self.num_envs, env_spacing=self.cfg.sim.env_spacing)
         self.arm.on_build(self.num_envs)
         self.last_action = self.arm.last_action  # (num_envs, action_dim): the observation's last action
-        self._act = None  # the action kernel's launch, recorded on first use
+
+    def _set_spaces(self, obs_dim: int, act_dim: int) -> None:
+        super()._set_spaces(obs_dim, act_dim)
+        # the action kernel's launch, recorded now: a step loads no Warp module, so envs of one
+        # process may step on several threads at once (Warp's module loading is not thread-safe)
+        self._act = self.arm.record_action(self._action)
 
     def _apply_action(self) -> None:
-        if self._act is None:
-            self._act = self.arm.record_action(self._action)
         self.scene.sim.rigid_solver.poses()  # the IK reads the poses (no launch unless a state was set)
         self._act.launch()
         self.scene.step()

@@ -144,6 +144,7 @@ class FrankaOpenDrawerEnv(FrankaTaskEnv):
         control_mode: str | None = None,
         config: str | None = None,
         validate_actions: bool = True,
+        first_env: int = 0,
         render_mode: str | None = None,
         render_envs_idx: list[int] | None = None,
         **overrides: Any,
@@ -157,6 +158,7 @@ class FrankaOpenDrawerEnv(FrankaTaskEnv):
             autoreset_mode=autoreset_mode,
             seed=seed,
             validate_actions=validate_actions,
+            first_env=first_env,
             render_mode=render_mode,
             render_envs_idx=render_envs_idx,
         )

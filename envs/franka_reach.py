@@ -222,6 +222,7 @@ class FrankaReachEnv(FrankaTaskEnv):
         control_mode: str | None = None,
         config: str = "franka_reach",
         validate_actions: bool = True,
+        first_env: int = 0,
         render_mode: str | None = None,
         render_envs_idx: list[int] | None = None,
         **overrides: Any,
@@ -234,6 +235,7 @@ class FrankaReachEnv(FrankaTaskEnv):
             autoreset_mode=autoreset_mode,
             seed=seed,
             validate_actions=validate_actions,
+            first_env=first_env,
             render_mode=render_mode,
             render_envs_idx=render_envs_idx,
         )

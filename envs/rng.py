@@ -3,7 +3,9 @@
 Draw ``j`` of env ``e`` in stream ``s`` at counter ``c`` is a hash of ``(seed, s, e, c, j)`` (Wellons'
 "lowbias32" integer mix, applied in a chain). The env owns the counters (one per env and stream) and
 advances them only for the envs that drew, so an env's numbers do not depend on when other envs were
-reset, and the same seed gives the same numbers bit for bit, on any device.
+reset, and the same seed gives the same numbers bit for bit, on any device. ``e`` counts from the
+batch's ``first_env``: a batch of envs ``first_env, ..., first_env + num_envs - 1`` draws what those
+envs of one larger batch with the same seed would.
 
 Task kernels draw inline: ``stream_key(key, stream, env, counter)`` once per env and purpose, then
 ``uniform(h, j)`` for draw ``j``, so noise costs no launch of its own. ``EnvRNG`` makes whole
@@ -62,11 +64,12 @@ def uniform(h: wp.uint32, j: int) -> float:
 def _uniform_kernel(
     key: wp.array(dtype=wp.uint32),
     stream: int,
+    first_env: int,
     counter: wp.array(dtype=wp.int32),
     out: wp.array2d(dtype=wp.float32),
 ):
     e = wp.tid()
-    h = stream_key(key[0], stream, e, counter[e])
+    h = stream_key(key[0], stream, first_env + e, counter[e])
     for j in range(out.shape[1]):
         out[e, j] = uniform(h, j)
 
@@ -88,10 +91,11 @@ class EnvRNG:
         num_envs: batch size.
         device: where the numbers are made.
         seed: any integer; ``reseed`` changes it later.
+        first_env: the index the streams give the batch's first env (module docstring).
     """
 
-    def __init__(self, num_envs: int, device: torch.device, seed: int = 0):
-        self.num_envs, self.device = num_envs, device
+    def __init__(self, num_envs: int, device: torch.device, seed: int = 0, first_env: int = 0):
+        self.num_envs, self.device, self.first_env = num_envs, device, first_env
         self._wp_device = wp.device_from_torch(device)
         self.key = wp.zeros(1, dtype=wp.uint32, device=self._wp_device)  # (1,) the seed's key, read by kernels
         self.reseed(seed)
@@ -127,7 +131,7 @@ class _Stream:
         self._cmd = wp.launch(
             _uniform_kernel,
             dim=rng.num_envs,
-            inputs=[rng.key, int(stream), wp.from_torch(counter, dtype=wp.int32)],
+            inputs=[rng.key, int(stream), rng.first_env, wp.from_torch(counter, dtype=wp.int32)],
             outputs=[wp.from_torch(self.out)],
             device=rng._wp_device,
             record_cmd=True,

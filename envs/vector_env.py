@@ -90,6 +90,9 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         autoreset_mode: an ``AutoresetMode`` or its string value.
         seed: seed of the per-env random streams (``reset(seed=...)`` reseeds); None: fresh entropy.
         validate_actions: check actions for NaN/inf in ``step`` (one device read per step on CUDA).
+        first_env: the index of env 0 in the random streams (``rng.py``): envs made with
+            ``first_env=k`` draw what envs ``k, k + 1, ...`` of one larger batch with the same seed
+            draw, so a batch split into parts runs the same episodes.
     """
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["rgb_array"]}
@@ -103,6 +106,7 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         autoreset_mode: AutoresetMode | str,
         seed: int | None,
         validate_actions: bool = True,
+        first_env: int = 0,
     ):
         if isinstance(num_envs, bool) or int(num_envs) != num_envs or num_envs < 1:
             raise ValueError(f"num_envs: expected an integer >= 1, got {num_envs!r}")
@@ -115,6 +119,8 @@ class WarpVectorEnv(gym.vector.VectorEnv):
             raise ValueError(
                 f"autoreset_mode: expected an AutoresetMode or one of {modes}, got {autoreset_mode!r}"
             ) from None
+        if isinstance(first_env, bool) or int(first_env) != first_env or first_env < 0:
+            raise ValueError(f"first_env: expected an integer >= 0, got {first_env!r}")
         self.num_envs = int(num_envs)
         self.device = resolve_device(device)
         self.max_episode_steps = int(max_episode_steps)
@@ -123,7 +129,7 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         self.validate_actions = validate_actions
         if seed is None:  # as Gymnasium: unseeded means fresh entropy; pass a seed to repeat a run
             seed = int(np.random.SeedSequence().entropy % (2**62))
-        self.rng = EnvRNG(self.num_envs, self.device, seed)
+        self.rng = EnvRNG(self.num_envs, self.device, seed, int(first_env))
         n, dev = self.num_envs, self.device
         # per-env episode state, read and written by the task kernel (episode.Episodes)
         self.episode_length = torch.zeros(n, dtype=torch.int32, device=dev)  # control steps so far
@@ -348,6 +354,7 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         ep.step_count, ep.reset_count = wp.from_torch(self._step_count), wp.from_torch(self._reset_count)
         ep.reset_now = wp.from_torch(self._reset_now, dtype=wp.bool)
         ep.max_steps = self.max_episode_steps
+        ep.first_env = self.rng.first_env
         ep.mode = _MODES.get(self.autoreset_mode, episode.DISABLED)
         return ep
 

@@ -230,6 +230,26 @@ def test_rng_streams_are_per_env_and_uniform():
     assert abs(n.mean().item()) < 0.05 and abs(n.std().item() - 1) < 0.05
 
 
+@pytest.mark.parametrize("task", [REACH, "WarpGym/FrankaLift-v0"])
+def test_a_batch_split_by_first_env_runs_the_same_episodes(task):
+    """Envs 0-1 and 2-5 made as two batches (``first_env`` 0 and 2) give what one batch of 6 gives,
+    bit for bit: resets, randomization, observation noise, autoresets and terminal observations."""
+    kw = {"device": sc.device, "seed": 3, "max_episode_steps": 5}
+    whole = gym.make_vec(task, num_envs=6, **kw)
+    parts = [gym.make_vec(task, num_envs=n, first_env=k, **kw) for k, n in ((0, 2), (2, 4))]
+    assert torch.equal(whole.reset(seed=3)[0], torch.cat([p.reset(seed=3)[0] for p in parts]))
+    g = torch.Generator().manual_seed(0)
+    for _ in range(12):  # two autoresets of every env
+        actions = (torch.rand(6, whole.single_action_space.shape[0], generator=g) * 2 - 1).to(sc.device)
+        one = whole.step(actions)
+        split = [parts[0].step(actions[:2]), parts[1].step(actions[2:])]
+        for i in range(4):  # obs, reward, terminated, truncated
+            assert torch.equal(one[i], torch.cat([s[i] for s in split]))
+        assert torch.equal(one[4]["final_obs"], torch.cat([s[4]["final_obs"] for s in split]))
+    with pytest.raises(ValueError, match=r"first_env: expected an integer >= 0, got -1"):
+        reach(2, first_env=-1)
+
+
 def test_rng_draws_are_the_same_numbers_on_every_version():
     """A seed names the same numbers: draws of a 64-bit seed at counters up to 2**31 - 1, as
     multiples of 2**-24 (a recorded run replays only if these never change)."""
