@@ -13,6 +13,8 @@ A kernel written for this takes a ``Share`` and runs its envs from ``first_env(s
 The shares other than the caller's run on worker threads kept for the process, each handed its job
 through a pair of locks (``_Worker``). A hand-over costs a few tens of microseconds, less than a
 ``concurrent.futures`` submit and result, whose Python work under the GIL both threads wait on.
+``run_jobs`` hands any independent jobs to the same threads (the trainer steps groups of envs,
+each with its share of the policy, that way).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "default_threads",
     "shares",
     "SharedLaunch",
+    "run_jobs",
     "record",
     "record_envs",
 ]
@@ -89,21 +92,39 @@ class SharedLaunch:
     def launch(self) -> None:
         if len(self.launches) == 1:
             self.launches[0].launch()
-            return
-        with _launching:  # the workers run one SharedLaunch at a time, whichever thread calls
-            while len(_workers) < len(self.launches) - 1:
-                _workers.append(_Worker(f"sim_core_cpu_{len(_workers)}"))
-            workers = _workers[: len(self.launches) - 1]
-            for worker, cmd in zip(workers, self.launches[1:], strict=True):
-                worker.start(cmd.launch)
-            errors = []
+        else:
+            run_jobs([cmd.launch for cmd in self.launches])
+
+
+def run_jobs(jobs: Sequence[Callable[[], None]]) -> None:
+    """Run ``jobs`` at once, the first on the calling thread and the others on the process's worker
+    threads; return once all have finished, re-raising the first error. Jobs that run jobs (a shared
+    launch inside one) run theirs one after another on their own thread: the workers are taken."""
+    if len(jobs) == 1 or getattr(_state, "in_job", False):
+        errors = []
+        for job in jobs:
             try:
-                self.launches[0].launch()
+                job()
+            except BaseException as e:  # the others still run, as they would on the workers
+                errors.append(e)
+    else:
+        with _launching:  # the workers run one set of jobs at a time, whichever thread calls
+            while len(_workers) < len(jobs) - 1:
+                _workers.append(_Worker(f"sim_core_cpu_{len(_workers)}"))
+            workers = _workers[: len(jobs) - 1]
+            for worker, job in zip(workers, jobs[1:], strict=True):
+                worker.start(job)
+            errors = []
+            _state.in_job = True
+            try:
+                jobs[0]()
             except BaseException as e:  # wait for the workers before raising
                 errors.append(e)
+            finally:
+                _state.in_job = False
             errors += [e for e in (w.wait() for w in workers) if e is not None]
-        if errors:
-            raise errors[0]
+    if errors:
+        raise errors[0]
 
 
 def record(
@@ -158,6 +179,7 @@ class _Worker:
         threading.Thread(target=self._run, name=name, daemon=True).start()
 
     def _run(self) -> None:
+        _state.in_job = True
         while True:
             self._go.acquire()
             try:
@@ -176,8 +198,9 @@ class _Worker:
         return error
 
 
-_workers: list[_Worker] = []  # shared by every SharedLaunch, started on first use
+_workers: list[_Worker] = []  # shared by every run_jobs, started on first use
 _launching = threading.Lock()
+_state = threading.local()  # in_job: this thread runs a job of run_jobs
 
 
 def _forget_workers() -> None:

@@ -338,6 +338,32 @@ def test_a_shared_launch_runs_every_share_and_raises_the_first_error_after_all_f
     assert all(s.thread is not None for s in again)
 
 
+def test_jobs_that_run_jobs_run_theirs_on_their_own_thread():
+    """A job of ``run_jobs`` that runs jobs (a shared launch of an env stepped in a job) runs them
+    one after another on its own thread, re-raising the first error, instead of waiting forever
+    for the taken workers."""
+    inner = {}
+
+    def job(name, error=None):
+        def run():
+            shares = [_Share(), _Share(error=error)]
+            try:
+                host_threads.SharedLaunch(shares).launch()
+            finally:
+                inner[name] = (threading.current_thread(), {s.thread for s in shares})
+
+        return run
+
+    host_threads.run_jobs([job("caller"), job("worker")])
+    assert inner["caller"] == (threading.current_thread(), {threading.current_thread()})
+    worker, ran_on = inner["worker"]
+    assert worker is not threading.current_thread() and ran_on == {worker}
+    with pytest.raises(ValueError, match="inner"):
+        host_threads.run_jobs([job("caller"), job("worker", ValueError("inner"))])
+    host_threads.SharedLaunch(shares := [_Share(), _Share()]).launch()  # shared again outside a job
+    assert shares[1].thread is not threading.current_thread()
+
+
 def test_a_light_launch_shares_its_threads_only_above_its_minimum():
     def make(tid0, stride, dim):
         return (tid0, stride, dim)
