@@ -8,9 +8,10 @@ used in training); the evaluation's own time is not counted as training time. Th
 ``--max-time`` minutes of training or ``--max-env-steps`` (then evaluated once more) or, with
 ``--stop-at-target`` (default), after two evaluations at or above ``--target``. It prints a table
 (training seconds, env-steps, success, mean return), the time the target was first reached, the
-env-steps/s of the training rollouts next to the same env stepped bare with random actions (and, on
-the CPU, the share of the rollouts' time spent in the env's ``step``), and saves the curve as a PNG
-if matplotlib is installed.
+env-steps/s of the training rollouts next to the same env stepped bare with random actions (one
+vector env of ``train.num_envs`` envs on the scene's default host threads; and, on the CPU, the share
+of the rollouts' time spent in the envs' ``step``), and saves the curve as a PNG if matplotlib is
+installed.
 
 ``--matching`` switches to the set-up panda-gym's PandaReach-v3 uses (end-effector control, 5 cm
 success threshold), for the comparison with Stable-Baselines3 PPO on it.
@@ -107,9 +108,10 @@ def main(argv=None) -> None:
         f"{bare_rate:,.0f} at {spec.train.num_envs} envs: {rollout_rate / bare_rate:.2f}x"
     )
     if env_seconds is not None:
+        stepping = sum(env_seconds) / len(env_seconds)  # the groups step at once
         print(
-            f"env.step took {env_seconds[0] / runner.rollout_seconds:.0%} of the rollouts' time "
-            f"(the policy's states, contacts included, at {runner.env_steps / env_seconds[0]:,.0f} env-steps/s)"
+            f"env.step took {stepping / runner.rollout_seconds:.0%} of the rollouts' time "
+            f"(the policy's states, contacts included, at {runner.env_steps / stepping:,.0f} env-steps/s)"
         )
     print(f"\n{'train s':>8} {'env-steps':>12} {'success':>8} {'return':>8}")
     for r in rows:
@@ -127,18 +129,22 @@ def main(argv=None) -> None:
 
 
 def _time_env_steps(runner) -> list[float]:
-    """Wrap the training env's ``step`` to add its wall-clock seconds to the returned cell (on the
-    CPU, where a step has finished when it returns, so no synchronization is added)."""
-    seconds = [0.0]
-    step = runner.env.step
+    """Wrap the training envs' ``step`` (one env per group, ``train.env_groups``) to add its
+    wall-clock seconds to the group's cell of the returned list (on the CPU, where a step has
+    finished when it returns, so no synchronization is added)."""
+    seconds = [0.0] * len(runner.envs)
 
-    def timed(actions):
-        t0 = time.perf_counter()
-        out = step(actions)
-        seconds[0] += time.perf_counter() - t0
-        return out
+    def timed(k, step):
+        def wrapped(actions):
+            t0 = time.perf_counter()
+            out = step(actions)
+            seconds[k] += time.perf_counter() - t0
+            return out
 
-    runner.env.step = timed
+        return wrapped
+
+    for k, env in enumerate(runner.envs):
+        env.step = timed(k, env.step)
     return seconds
 
 

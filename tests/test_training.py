@@ -18,6 +18,7 @@ from host_sync import no_host_sync
 from torch.utils._python_dispatch import _disable_current_modes
 
 import sim_core as sc
+from sim_core import host_threads
 from warpgym.config import ConfigError
 from warpgym.render import RenderUnavailableError
 from warpgym.training import cli, distributed, models
@@ -28,7 +29,7 @@ from warpgym.training.logger import Logger
 from warpgym.training.models import Tanh
 from warpgym.training.normalizer import ObsNormalizer
 from warpgym.training.ppo import _cpu_has_bf16, uses_bf16
-from warpgym.training.runner import Runner
+from warpgym.training.runner import Runner, env_groups
 from warpgym.training.storage import bootstrap_truncated, gae
 from warpgym.training.video import add_video_to_tensorboard
 
@@ -86,7 +87,7 @@ def test_ppo_learns_a_trivial_task(tmp_path):
     spec = load_run_spec("Test/Point-v0", config=str(ASSETS / "point.toml"))
     runner = Runner(spec, _ctx(), tmp_path)
     runner.train()
-    env = runner.env
+    (env,) = runner.envs  # a torch env: one group
     obs, _ = env.reset(seed=99)
     reached = torch.zeros(env.num_envs, dtype=torch.bool, device=obs.device)
     with torch.inference_mode():
@@ -106,6 +107,35 @@ def _reach_params(bf16: bool | str) -> torch.Tensor:
 
 def test_same_seed_same_parameters():
     assert torch.equal(_reach_params(False), _reach_params(False))
+
+
+@pytest.mark.parametrize("task", ["WarpGym/FrankaReach-v0", "WarpGym/FrankaLift-v0"])
+def test_the_envs_split_into_groups_train_the_same_parameters(task):
+    """Groups of envs stepping at once on host threads (``train.env_groups``), each with its rows of
+    the policy, train what one vector env of all of them trains, bit for bit: every env draws what
+    it would in one batch (``first_env``) and the action noise is drawn for the whole rollout."""
+
+    def params(groups: int) -> torch.Tensor:
+        overrides = {"train": {"num_envs": 12, "env_groups": groups, "ppo": {"num_steps": 8}}}
+        runner = Runner(load_run_spec(task, overrides=overrides), _ctx(), None)
+        assert [len(range(12)[rows]) for rows in runner.groups] == [12 // groups] * groups
+        runner.train(max_iterations=2)
+        return _params(runner)
+
+    one = params(1)
+    groups = [1] if sc.device.type == "cuda" else [2, 3]  # one group on CUDA, whatever is asked
+    assert all(torch.equal(params(g), one) for g in groups)
+
+
+def test_env_groups_default_to_the_host_threads_for_warp_tasks_only():
+    reach = load_run_spec("WarpGym/FrankaReach-v0", overrides={"train": {"num_envs": 8}})
+    threads = min(8, host_threads.default_threads())
+    assert len(env_groups(reach, torch.device("cpu"))) == threads
+    assert env_groups(reach, torch.device("cuda")) == [slice(0, 8)]
+    assert env_groups(_point_spec(), torch.device("cpu")) == [slice(0, 16)]  # a torch env
+    expected = r"train\.env_groups: expected an integer from 0 to num_envs = 8, got 9"
+    with pytest.raises(ConfigError, match=expected):
+        load_run_spec("WarpGym/FrankaReach-v0", overrides={"train": {"num_envs": 8, "env_groups": 9}})
 
 
 def _forced_bf16_params() -> torch.Tensor:
@@ -206,11 +236,12 @@ def test_rollout_steps_run_torch_on_rollout_threads_and_restore_its_setting(monk
     threads = _record_threads(monkeypatch)
     spec = load_run_spec(
         "WarpGym/FrankaReach-v0",
-        overrides={"train": {"num_envs": 8, "rollout_threads": 1, "ppo": {"num_steps": 2}}},
+        overrides={"train": {"num_envs": 8, "rollout_threads": 1, "env_groups": 1, "ppo": {"num_steps": 2}}},
     )
     runner = Runner(spec, _ctx(), None)
     seen = []
-    env_step = runner.env.step
+    (env,) = runner.envs
+    env_step = env.step
 
     def step(action):
         seen.append(threads[-1])
@@ -218,7 +249,7 @@ def test_rollout_steps_run_torch_on_rollout_threads_and_restore_its_setting(monk
             raise KeyboardInterrupt
         return env_step(action)
 
-    runner.env.step = step
+    env.step = step
     critic = []  # the batch work after the steps runs while no env steps: on torch's own setting
     value = runner.module.value
     runner.module.value = lambda o: critic.append(threads[-1]) or value(o)

@@ -78,11 +78,22 @@ class TrainConfig:
     # own setting). The env's step runs on the scene's host threads; torch's idle OpenMP workers
     # would spin on the same cores after each of the policy's parallel ops and slow that step down
     rollout_threads: int = 1
+    # CPU, Warp tasks: the envs are split into this many groups, each a vector env of its own that
+    # steps on one host thread with its rows of the policy, all groups at once (0: one per host
+    # thread a scene would step on; always 1 on CUDA). The groups draw the random numbers one
+    # batch would (first_env), so the rollout does not depend on the split
+    env_groups: int = 0
 
     def __post_init__(self):
         for name in ("num_envs", "max_iterations", "save_every"):
             _check(f"train.{name}", getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
         _check("train.rollout_threads", self.rollout_threads, self.rollout_threads >= 0, "an integer >= 0")
+        _check(
+            "train.env_groups",
+            self.env_groups,
+            0 <= self.env_groups <= self.num_envs,
+            f"an integer from 0 to num_envs = {self.num_envs}",
+        )
         _check(
             "train.ppo.num_minibatches",
             self.ppo.num_minibatches,

@@ -8,6 +8,7 @@ cut by a sim error, are not.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -17,11 +18,14 @@ from typing import Any
 
 import gymnasium as gym
 import torch
+from gymnasium.envs.registration import load_env_creator
 from gymnasium.vector import AutoresetMode
 from torch.nn.parallel import DistributedDataParallel
 
-from warpgym.config import to_dict
+from sim_core import host_threads
+from warpgym.config import merge, to_dict
 from warpgym.render import RenderUnavailableError
+from warpgym.vector_env import WarpVectorEnv
 
 from . import distributed
 from .checkpoint import check_shapes, generator_state, link_atomic, restore_generator, save_atomic
@@ -50,6 +54,20 @@ def make_env(spec: RunSpec, num_envs: int, device: torch.device, seed: int, **kw
     )
 
 
+def env_groups(spec: RunSpec, device: torch.device) -> list[slice]:
+    """The rows of each group of envs a rollout steps at once (``train.env_groups``): one group on
+    CUDA, else the configured number or, by default, one per host thread for a Warp task."""
+    n, groups = spec.train.num_envs, spec.train.env_groups
+    if device.type != "cpu":
+        groups = 1
+    elif groups == 0:
+        entry = gym.spec(spec.task).vector_entry_point
+        cls = load_env_creator(entry) if isinstance(entry, str) else entry
+        warp_task = isinstance(cls, type) and issubclass(cls, WarpVectorEnv)
+        groups = min(n, host_threads.default_threads()) if warp_task else 1
+    return [slice(n * k // groups, n * (k + 1) // groups) for k in range(groups)]
+
+
 def make_video_env(
     spec: RunSpec, device: torch.device, n: int, seed: int, size=(320, 240)
 ) -> gym.vector.VectorEnv:
@@ -76,13 +94,23 @@ class Runner:
         self.spec, self.ctx, self.cfg = spec, ctx, spec.train
         self.device = ctx.device
         seed = self.cfg.seed
-        # actions come from the policy: no per-step NaN check (a device sync on GPUs); a diverged
-        # policy is caught once per iteration from the losses instead (see _log)
-        self.env = make_env(spec, self.cfg.num_envs, self.device, seed + ctx.rank, validate_actions=False)
-        if self.env.metadata["autoreset_mode"] != AutoresetMode.SAME_STEP:
+        # the envs in groups that step at once (env_groups); actions come from the policy: no
+        # per-step NaN check (a device sync on GPUs); a diverged policy is caught once per iteration
+        # from the losses instead (see _log)
+        self.groups = env_groups(spec, self.device)
+        kw: dict[str, Any] = {"validate_actions": False}
+        split = len(self.groups) > 1
+        if split:  # each group steps on the one host thread that runs it
+            kw["sim"] = merge(spec.env_overrides.get("sim", {}), {"cpu_threads": 1})
+        self.envs = []
+        for rows in self.groups:
+            if split:  # its envs draw what the same rows of one batch would
+                kw["first_env"] = rows.start
+            self.envs.append(make_env(spec, rows.stop - rows.start, self.device, seed + ctx.rank, **kw))
+        if any(env.metadata["autoreset_mode"] != AutoresetMode.SAME_STEP for env in self.envs):
             raise ValueError("the trainer needs an env in SAME_STEP autoreset mode")
-        obs_dim = self.env.single_observation_space.shape[0]
-        act_dim = self.env.single_action_space.shape[0]
+        obs_dim = self.envs[0].single_observation_space.shape[0]
+        act_dim = self.envs[0].single_action_space.shape[0]
         torch.manual_seed(seed)  # the same initial policy on every rank
         self.module = ActorCritic(obs_dim, act_dim, self.cfg.policy).to(self.device)
         self.normalizer = ObsNormalizer(obs_dim, enabled=self.cfg.ppo.normalize_obs).to(self.device)
@@ -92,7 +120,8 @@ class Runner:
             self.model = DistributedDataParallel(self.module, device_ids=ids)
         self.ppo = PPO(self.model, self.module, self.cfg.ppo, self.device, seed + ctx.rank)
         self.storage = RolloutStorage(self.cfg.ppo.num_steps, self.cfg.num_envs, obs_dim, act_dim, self.device)
-        limit = getattr(self.env.unwrapped, "max_episode_steps", None) or 1  # unknown: every row
+        self._noise = torch.zeros(self.cfg.ppo.num_steps, self.cfg.num_envs, act_dim, device=self.device)
+        limit = getattr(self.envs[0].unwrapped, "max_episode_steps", None) or 1  # unknown: every row
         self._final_rows = self.cfg.num_envs * math.ceil(self.cfg.ppo.num_steps / limit)
         self.sampler = torch.Generator(device=self.device).manual_seed(seed + 7919 * (ctx.rank + 1))
         self.iteration = 0
@@ -104,7 +133,7 @@ class Runner:
             extra = {"task": spec.task, "config_file": spec.config_file, "env": spec.env_overrides}
             extra["ppo_bf16"] = self.ppo.bf16  # what train.ppo.bf16 ("auto" by default) chose here
             self.logger = Logger(logdir, to_dict(self.cfg), {**extra, "world_size": ctx.world_size})
-        self._obs, _ = self.env.reset(seed=seed + ctx.rank)
+        self._group_obs = [env.reset(seed=seed + ctx.rank)[0] for env in self.envs]
         self._stats = torch.zeros(len(_STATS), device=self.device)
         self.video_every = video_every
         self._video_env = None
@@ -132,10 +161,10 @@ class Runner:
         began (the first rollout: mean 0, variance 1), which are then updated from its observations
         once, as the parameters are by PPO.
 
-        On the CPU the steps run torch on ``train.rollout_threads`` threads, beside the env's host
-        threads; the batch work after them, while no env steps, on torch's own setting."""
-        with cpu_threads(self.cfg.rollout_threads, self.device):
-            self._step_envs()
+        On the CPU each group of envs (``train.env_groups``) steps with its rows of the policy on a
+        host thread of its own, torch on ``train.rollout_threads`` threads there; the batch work
+        after the steps, while no env steps, on torch's own setting."""
+        self._step_envs()
         s, ppo = self.storage, self.cfg.ppo
         values, final_values, last_values = self._values(self._obs)
         self.normalizer.update(s.flat("raw_obs"))  # a no-op when normalization is off
@@ -145,33 +174,45 @@ class Runner:
         s.advantages, s.returns = gae(rewards, s.values, s.dones, last_values, ppo.gamma, ppo.lam)
         self._stats += s.episode_sums()
 
+    @property
+    def _obs(self) -> torch.Tensor:
+        """(num_envs, obs_dim): every env's observation, the groups' rows in order."""
+        return self._group_obs[0] if len(self._group_obs) == 1 else torch.cat(self._group_obs)
+
     def _step_envs(self) -> None:
-        """``num_steps`` steps of every env by the policy as it stands, into the storage."""
+        """``num_steps`` steps of every env by the policy as it stands, into the storage: the
+        groups at once (``host_threads.run_jobs``). The action noise of the whole rollout is drawn
+        first, so it does not depend on the groups either."""
         s = self.storage
-        log_std = self.module.log_std.detach()
-        s.log_std.copy_(log_std)
-        std = torch.exp(log_std)
-        noise = torch.empty_like(s.actions[0])
-        obs = self._obs
-        for t in range(self.cfg.ppo.num_steps):  # written into the storage in place where possible
-            s.raw_obs[t] = obs
-            mean = self.module.actor(self.normalizer(obs, out=s.obs[t]))
-            torch.randn(noise.shape, generator=self.sampler, device=self.device, out=noise)
-            action = torch.addcmul(mean, noise, std, out=s.actions[t])
-            obs, reward, terminated, truncated, info = self.env.step(action)
-            s.means[t] = mean
-            s.rewards[t] = reward
-            s.terminated[t] = terminated
-            s.truncated[t] = truncated
-            s.final_obs[t] = info["final_obs"]
-            ep = info["episode"]
-            s.ep_ended[t] = info["_episode"]
-            s.ep_return[t] = ep["r"]
-            s.ep_length[t] = ep["l"]
-            s.ep_success[t] = ep["success"]
-            if "sim_error" in ep:  # sim-error endings, from envs that report them (WarpVectorEnv does)
-                s.ep_sim_error[t] = ep["sim_error"]
-        self._obs = obs
+        s.log_std.copy_(self.module.log_std.detach())
+        torch.randn(self._noise.shape, generator=self.sampler, device=self.device, out=self._noise)
+        std = torch.exp(s.log_std)
+        host_threads.run_jobs([functools.partial(self._step_group, k, std) for k in range(len(self.envs))])
+
+    def _step_group(self, k: int, std: torch.Tensor) -> None:
+        """The rollout's steps of group ``k``'s envs, into its rows of the storage (in place where
+        possible)."""
+        env, rows, s = self.envs[k], self.groups[k], self.storage
+        obs = self._group_obs[k]
+        with torch.inference_mode(), cpu_threads(self.cfg.rollout_threads, self.device):
+            for t in range(self.cfg.ppo.num_steps):
+                s.raw_obs[t, rows] = obs
+                mean = self.module.actor(self.normalizer(obs, out=s.obs[t, rows]))
+                action = torch.addcmul(mean, self._noise[t, rows], std, out=s.actions[t, rows])
+                obs, reward, terminated, truncated, info = env.step(action)
+                s.means[t, rows] = mean
+                s.rewards[t, rows] = reward
+                s.terminated[t, rows] = terminated
+                s.truncated[t, rows] = truncated
+                s.final_obs[t, rows] = info["final_obs"]
+                ep = info["episode"]
+                s.ep_ended[t, rows] = info["_episode"]
+                s.ep_return[t, rows] = ep["r"]
+                s.ep_length[t, rows] = ep["l"]
+                s.ep_success[t, rows] = ep["success"]
+                if "sim_error" in ep:  # sim-error endings, from envs that report them (WarpVectorEnv does)
+                    s.ep_sim_error[t, rows] = ep["sim_error"]
+        self._group_obs[k] = obs
 
     def _values(self, last_obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The critic's values of the rollout: of every step's observation ``(T, N)``, of the terminal
