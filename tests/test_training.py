@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 from host_sync import no_host_sync
-from torch.utils._python_dispatch import _disable_current_modes
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 import sim_core as sc
 from sim_core import host_threads
@@ -182,9 +182,12 @@ def test_obs_normalizer_statistics_match_the_concatenated_batches():
     disabled.update(batches[0])
     assert torch.equal(disabled(batches[1]), batches[1]) and torch.equal(disabled.mean, torch.zeros(3))
     out = torch.empty_like(batches[1])  # into a given tensor (the rollout's storage): the same values
-    expected = ((batches[1] - norm.mean) / torch.sqrt(norm.var + norm.eps)).clamp(-norm.clip, norm.clip)
+    expected = norm(batches[1])
+    mean, var = norm.mean.double(), norm.var.double()
+    exact = ((batches[1].double() - mean) / torch.sqrt(var + norm.eps)).clamp(-norm.clip, norm.clip)
+    assert torch.allclose(expected.double(), exact, rtol=0, atol=1e-5)
     assert norm(batches[1], out=out) is out and torch.equal(out, expected)
-    assert torch.equal(norm(batches[1]), expected)
+    assert torch.equal(norm(batches[1], affine=norm.affine()), expected)
     assert disabled(batches[1], out=out) is out and torch.equal(out, batches[1])
 
 
@@ -223,6 +226,40 @@ def test_tanh_matches_torch_tanh_in_value_and_gradient(monkeypatch, slow_cpu_tan
         assert torch.equal(Tanh(inplace=True)(hidden), y) and torch.equal(hidden, y)
 
 
+class _OpCount(TorchDispatchMode):
+    count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("activation", ["tanh", "elu", "relu"])
+def test_a_frozen_mlp_computes_the_module_in_fewer_ops(activation):
+    """The rollout's snapshot of an MLP gives the module's output within float32 round-off (tanh's
+    2 sigmoid(2z) - 1 folded into the weights), into ``out`` when given, in one matmul and at most
+    one activation op per layer; it keeps the parameters as they were when it was taken."""
+    torch.manual_seed(0)
+    mlp = models._mlp([30, 64, 48, 7], activation, 0.01)
+    for p in mlp.parameters():
+        torch.nn.init.normal_(p, 0.0, 0.3)  # large weights: saturated units, outputs ~10
+    x = torch.randn(256, 30) * 2.0
+    frozen = models.FrozenMLP(mlp)
+    with torch.inference_mode():
+        expected = mlp(x)
+        out = torch.empty(256, 7)
+        with _OpCount() as ops:
+            got = frozen(x, out=out)
+        assert got is out and torch.allclose(got, expected, rtol=1e-6, atol=1e-5)
+        assert ops.count == 5
+    with torch.no_grad():
+        for p in mlp.parameters():
+            p.add_(1.0)
+        assert torch.equal(frozen(x), got) and not torch.allclose(mlp(x), expected)
+    with pytest.raises(TypeError, match="FrozenMLP: expected Linear layers"):
+        models.FrozenMLP(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Sigmoid(), torch.nn.Linear(2, 1)))
+
+
 def _record_threads(monkeypatch) -> list[int]:
     """torch's thread count as on a 2-core machine (on any machine); the counts set from here on
     are recorded in the returned list instead of applied."""
@@ -251,8 +288,8 @@ def test_rollout_steps_run_torch_on_rollout_threads_and_restore_its_setting(monk
 
     env.step = step
     critic = []  # the batch work after the steps runs while no env steps: on torch's own setting
-    value = runner.module.value
-    runner.module.value = lambda o: critic.append(threads[-1]) or value(o)
+    values = runner._values
+    runner._values = lambda o: critic.append(threads[-1]) or values(o)
     runner.collect()
     assert critic and set(critic) == {2}
     with pytest.raises(KeyboardInterrupt):

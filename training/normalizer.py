@@ -42,9 +42,20 @@ class ObsNormalizer(nn.Module):
         self.mean.add_(delta * n / total)
         self.count.copy_(total)
 
-    def forward(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-        """The normalized ``x``, written into ``out`` when given."""
+    def affine(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(mean, 1 / sqrt(var + eps))``, each ``(dim,)``: the normalization before the clip is
+        ``(x - mean) * scale``. For a caller that normalizes many batches between two updates."""
+        return self.mean, torch.rsqrt(self.var + self.eps)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        out: torch.Tensor | None = None,
+        affine: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> torch.Tensor:
+        """The normalized ``x``, written into ``out`` when given; ``affine``: ``self.affine()`` as the
+        statistics stand, to save computing it again (three ops on ``x`` then)."""
         if not self.enabled:
             return x if out is None else out.copy_(x)
-        y = torch.sub(x, self.mean, out=out)
-        return y.div_(torch.sqrt(self.var + self.eps)).clamp_(-self.clip, self.clip)
+        mean, scale = self.affine() if affine is None else affine
+        return torch.sub(x, mean, out=out).mul_(scale).clamp_(-self.clip, self.clip)

@@ -32,7 +32,7 @@ from .checkpoint import check_shapes, generator_state, link_atomic, restore_gene
 from .config import RunSpec
 from .cpu_threads import cpu_threads
 from .logger import Logger
-from .models import ActorCritic, gaussian_log_prob
+from .models import ActorCritic, FrozenMLP, gaussian_log_prob
 from .normalizer import ObsNormalizer
 from .ppo import PPO
 from .storage import RolloutStorage, bootstrap_truncated, gae
@@ -186,21 +186,20 @@ class Runner:
         s = self.storage
         s.log_std.copy_(self.module.log_std.detach())
         torch.randn(self._noise.shape, generator=self.sampler, device=self.device, out=self._noise)
-        std = torch.exp(s.log_std)
-        host_threads.run_jobs([functools.partial(self._step_group, k, std) for k in range(len(self.envs))])
+        policy = (FrozenMLP(self.module.actor), self.normalizer.affine(), torch.exp(s.log_std))
+        host_threads.run_jobs([functools.partial(self._step_group, k, *policy) for k in range(len(self.envs))])
 
-    def _step_group(self, k: int, std: torch.Tensor) -> None:
+    def _step_group(self, k: int, actor: FrozenMLP, affine: tuple, std: torch.Tensor) -> None:
         """The rollout's steps of group ``k``'s envs, into its rows of the storage (in place where
-        possible)."""
+        possible): ``actor`` and the normalizer's ``affine`` as they stood when the rollout began."""
         env, rows, s = self.envs[k], self.groups[k], self.storage
         obs = self._group_obs[k]
         with torch.inference_mode(), cpu_threads(self.cfg.rollout_threads, self.device):
             for t in range(self.cfg.ppo.num_steps):
                 s.raw_obs[t, rows] = obs
-                mean = self.module.actor(self.normalizer(obs, out=s.obs[t, rows]))
+                mean = actor(self.normalizer(obs, out=s.obs[t, rows], affine=affine), out=s.means[t, rows])
                 action = torch.addcmul(mean, self._noise[t, rows], std, out=s.actions[t, rows])
                 obs, reward, terminated, truncated, info = env.step(action)
-                s.means[t, rows] = mean
                 s.rewards[t, rows] = reward
                 s.terminated[t, rows] = terminated
                 s.truncated[t, rows] = truncated
@@ -225,13 +224,14 @@ class Runner:
         front, no host read) holds every one of them."""
         s = self.storage
         T, N = s.rewards.shape
+        critic = FrozenMLP(self.module.critic)
         chunk = _CRITIC_CHUNK_FLOATS // max(self.cfg.policy.critic_hidden, default=1)
-        values = torch.cat([self.module.value(c) for c in s.flat("obs").split(chunk)]).view(T, N)
+        values = torch.cat([critic(c) for c in s.flat("obs").split(chunk)]).view(T, N)
         boot = s.bootstrapped.reshape(-1)
         rows = torch.sort(boot.to(torch.uint8), descending=True, stable=True).indices[: self._final_rows]
         final = torch.zeros(T * N, device=self.device)
-        final[rows] = self.module.value(self.normalizer(s.flat("final_obs")[rows])) * boot[rows]
-        return values, final.view(T, N), self.module.value(self.normalizer(last_obs))
+        final[rows] = critic(self.normalizer(s.flat("final_obs")[rows])).squeeze(-1) * boot[rows]
+        return values, final.view(T, N), critic(self.normalizer(last_obs)).squeeze(-1)
 
     # ---- the loop -------------------------------------------------------------------------------
     def iterate(self, elapsed_before: float = 0.0, total: int | None = None, max_time_s: float | None = None):
