@@ -19,6 +19,8 @@ import math
 import torch
 import warp as wp
 
+from sim_core import host_threads
+
 __all__ = ["EnvRNG", "stream_key", "uniform", "RESET_STREAM", "STEP_STREAM"]
 
 RESET_STREAM = wp.constant(1)  # the env streams' purposes: a reset's draws (initial state, randomization)
@@ -128,13 +130,12 @@ class _Stream:
                 f"counter: expected an int32 tensor of shape ({rng.num_envs},), got {counter.dtype}"
             )
         self.out = torch.empty(rng.num_envs, k, dtype=torch.float32, device=rng.device)
-        self._cmd = wp.launch(
+        self._cmd = host_threads.recorded(
             _uniform_kernel,
             dim=rng.num_envs,
             inputs=[rng.key, int(stream), rng.first_env, wp.from_torch(counter, dtype=wp.int32)],
             outputs=[wp.from_torch(self.out)],
             device=rng._wp_device,
-            record_cmd=True,
         )
 
     def draw(self) -> torch.Tensor:

@@ -3,11 +3,11 @@
 
 Every registered task is built on the CPU, warmed up, then stepped while a ``TorchDispatchMode``
 counts the torch ops that reach the dispatcher (views included) and a wrapper counts Warp launches
-(``wp.launch`` and recorded ``wp.Launch.launch``, sim_core's own included; a launch whose envs
-are shared among host threads, ``sim_core.host_threads``, counts once: only launches made on the
-calling thread are counted, not the shares that worker threads run). The counted steps are
-steps in which some envs end and reset: before each one, ``force_episode_end`` (not counted) ends
-a quarter of the envs. Autoreset ``SAME_STEP`` with ``validate_actions=False`` is the trainer's
+(``wp.launch``, recorded ``wp.Launch.launch`` and ``host_threads.PackedLaunch.launch``, sim_core's
+own included; a launch whose envs are shared among host threads counts once: only launches made
+on the calling thread are counted, not the shares that worker threads run). The counted steps
+are steps in which some envs end and reset: before each one, ``force_episode_end`` (not counted)
+ends a quarter of the envs. Autoreset ``SAME_STEP`` with ``validate_actions=False`` is the trainer's
 setting; the other modes and ``validate_actions=True`` are printed too. ``tests/test_task_layer.py``
 holds the budgets with these counters.
 
@@ -29,6 +29,7 @@ import warp as wp
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import warpgym
+from sim_core import host_threads
 
 __all__ = ["Counts", "count", "measure"]
 
@@ -69,8 +70,9 @@ def count() -> Iterator[Counts]:
     """Count torch ops and Warp launches inside the block."""
     patched = not _active
     if patched:
-        launch, recorded = wp.launch, wp.Launch.launch
+        launch, recorded, packed = wp.launch, wp.Launch.launch, host_threads.PackedLaunch.launch
         wp.launch, wp.Launch.launch = _counting(launch), _counting(recorded)
+        host_threads.PackedLaunch.launch = _counting(packed)
     c = Counts()
     _active.append(c)
     try:
@@ -79,7 +81,7 @@ def count() -> Iterator[Counts]:
     finally:
         _active.remove(c)
         if patched:
-            wp.launch, wp.Launch.launch = launch, recorded
+            wp.launch, wp.Launch.launch, host_threads.PackedLaunch.launch = launch, recorded, packed
 
 
 def measure(task: str, n: int, mode: str, validate: bool, steps: int = 10) -> dict:

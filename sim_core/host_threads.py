@@ -15,10 +15,15 @@ through a pair of locks (``_Worker``). A hand-over costs a few tens of microseco
 ``concurrent.futures`` submit and result, whose Python work under the GIL both threads wait on.
 ``run_jobs`` hands any independent jobs to the same threads (the trainer steps groups of envs,
 each with its share of the policy, that way).
+
+Every recorded CPU launch goes through ``PackedLaunch``: Warp's ``wp.Launch.launch()`` packs all
+of a kernel's arguments into a new ctypes struct at each call on the CPU, which for the step's
+twenty-odd arguments is tens of microseconds of Python under the GIL; a packed launch keeps one.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -27,6 +32,9 @@ import torch
 import warp as wp
 
 __all__ = [
+    "PackedLaunch",
+    "pack",
+    "recorded",
     "ENVS_PER_THREAD",
     "LIGHT_ENVS_PER_SHARE",
     "Share",
@@ -76,13 +84,52 @@ def shares(n_threads: int, threads: int) -> list[tuple[int, int, int]]:
     return [(k, stride, -(-(n_threads - k) // stride)) for k in range(stride)]
 
 
+class PackedLaunch:
+    """A recorded CPU launch (``wp.Launch``) whose ctypes struct of kernel arguments is packed once
+    and then handed to the kernel's entry point at every ``launch()``, as Warp's own CPU launch
+    does after packing a new struct each time. ``set_param_at_index`` sets the recorded launch's
+    argument and the struct's field. Use ``pack``, which keeps the ``wp.Launch`` where this does
+    not apply."""
+
+    def __init__(self, cmd: wp.Launch):
+        self.cmd = cmd
+        names = [a.label for a in cmd.kernel.adj.args]
+        fields = [(name, type(cmd.params[1 + i])) for i, name in enumerate(names)]  # params[0]: the bounds
+        self._args = type("PackedArgs", (ctypes.Structure,), {"_fields_": fields})()
+        for i, name in enumerate(names):
+            setattr(self._args, name, cmd.params[1 + i])
+        self._names = names
+        self._call = (cmd.hooks.forward, ctypes.byref(cmd.params[0]), ctypes.byref(self._args))
+
+    def launch(self) -> None:
+        forward, bounds, args = self._call
+        forward(bounds, args)
+
+    def set_param_at_index(self, index: int, value) -> None:
+        self.cmd.set_param_at_index(index, value)
+        setattr(self._args, self._names[index], self.cmd.params[1 + index])
+
+
+def pack(cmd: wp.Launch) -> wp.Launch | PackedLaunch:
+    """``cmd`` as a ``PackedLaunch`` where Warp's CPU launch would just pack and call (a forward
+    launch of one thread per block on the CPU); ``cmd`` itself elsewhere (CUDA packs once already)."""
+    if isinstance(cmd, wp.Launch) and cmd.device.is_cpu and cmd.block_dim == 1 and not cmd.adjoint:
+        return PackedLaunch(cmd)
+    return cmd
+
+
+def recorded(kernel: wp.Kernel, **launch_args) -> wp.Launch | PackedLaunch:
+    """``wp.launch(kernel, record_cmd=True, **launch_args)``, packed (``pack``)."""
+    return pack(wp.launch(kernel, record_cmd=True, **launch_args))
+
+
 class SharedLaunch:
-    """Recorded launches (``wp.Launch``) that run together: the first on the calling thread, the
-    others on worker threads; ``launch()`` returns once all have finished and re-raises the first
-    error."""
+    """Recorded launches (``wp.Launch``, packed: ``pack``) that run together: the first on the
+    calling thread, the others on worker threads; ``launch()`` returns once all have finished and
+    re-raises the first error."""
 
     def __init__(self, launches: Sequence[wp.Launch]):
-        self.launches = list(launches)
+        self.launches = [pack(cmd) for cmd in launches]
 
     def set_param_at_index(self, index: int, value) -> None:
         """Set argument ``index`` of every share's launch (``wp.Launch.set_param_at_index``)."""
@@ -160,7 +207,7 @@ def record_envs(
     def make(tid0: int, stride: int, dim: int) -> wp.Launch:
         s = Share()
         s.per_thread, s.tid0, s.stride = per_thread, tid0, stride
-        return wp.launch(kernel, dim=dim, inputs=inputs(s), device=device, record_cmd=True)
+        return wp.launch(kernel, dim=dim, inputs=inputs(s), device=device, record_cmd=True)  # packed by record
 
     return record(make, -(-n_envs // per_thread), threads, device, max(1, min_envs_per_share // per_thread))
 

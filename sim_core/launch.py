@@ -188,13 +188,11 @@ def record_detect(
     return _record(k, d, gravity, 0.0, 1, contact_args, split_args, threads, detect=0)
 
 
-def record_fk(k: Kernels, d: Data, stale: wp.array) -> wp.Launch:
+def record_fk(k: Kernels, d: Data, stale: wp.array) -> wp.Launch | host_threads.PackedLaunch:
     """The launch recomputing ``xpos``/``xquat`` from ``qpos`` in the envs where ``stale`` (nworld,)
     bool is set, recorded once (``.launch()`` per use)."""
-    n = d.qpos.shape[0]
-    return wp.launch(
-        k.fk, dim=n, inputs=[d.qpos, stale], outputs=[d.xpos, d.xquat], device=d.qpos.device, record_cmd=True
-    )
+    n, inputs, outputs = d.qpos.shape[0], [d.qpos, stale], [d.xpos, d.xquat]
+    return host_threads.recorded(k.fk, dim=n, inputs=inputs, outputs=outputs, device=d.qpos.device)
 
 
 def launch_forward(k: Kernels, d: Data, gravity: wp.vec3) -> dict[str, wp.array]:

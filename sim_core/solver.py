@@ -96,13 +96,12 @@ class RigidSolver:
         self._stale = torch.ones(self.nworld, dtype=torch.bool, device=device)  # per env, on the device
         self._fk_cmd = launch.record_fk(self.kernels, self._data, wp.from_torch(self._stale, dtype=wp.bool))
         self._bad = torch.empty(self.nworld, dtype=torch.bool, device=device)
-        self._bad_cmd = wp.launch(
+        self._bad_cmd = host_threads.recorded(
             _error_rows,
             dim=self.nworld,
             inputs=[self._data.qpos, self._data.qvel, wp.from_torch(self._overflow)],
             outputs=[wp.from_torch(self._bad)],
             device=wp_device,
-            record_cmd=True,
         )
 
     def _init_contacts(self) -> launch.ContactArgs | None:

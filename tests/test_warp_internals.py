@@ -18,6 +18,9 @@ depends on it, which would otherwise show up as a wrong or failing simulation fa
 - ``wp.to_torch`` / ``wp.from_torch`` alias memory, and a recorded launch (``record_cmd=True``)
   reads and writes the tensors it was recorded with at each ``.launch()``: the solver's state
   tensors, ``EnvRNG`` and the reach task's observation kernel depend on it.
+- A recorded CPU launch keeps its launch bounds and packed arguments in ``wp.Launch.params`` and
+  its entry point in ``hooks.forward``, which takes the bounds and a ctypes struct of the
+  arguments: ``host_threads.PackedLaunch`` packs that struct once instead of at every launch.
 - The module option ``cpu_compiler_flags`` reaches the CPU compiler (``step.cpu_compiler_flags``
   adds ``-ffast-math`` to ``wp.config.cpu_compiler_flags``), and ``wp.config.log_level`` is what
   silences Warp's messages (``sim_core.init(debug=False)``).
@@ -32,7 +35,7 @@ import torch
 import warp as wp
 
 import sim_core as sc
-from sim_core import step
+from sim_core import host_threads, step
 from sim_core.contact import buffers, solver
 from sim_core.contact.geometry import ContactSlots
 
@@ -241,6 +244,28 @@ def test_torch_views_alias_warp_memory_and_recorded_launches_follow_them():
     assert torch.equal(y.cpu(), expected), (
         "a recorded launch no longer reads and writes the tensors it was recorded with at each .launch()"
     )
+
+
+def test_a_packed_cpu_launch_runs_the_recorded_launch():
+    """``host_threads.PackedLaunch`` calls a recorded CPU launch's entry point itself: it relies on
+    ``wp.Launch.params`` holding the launch bounds and then each kernel argument packed as a ctypes
+    value, on ``hooks.forward(bounds*, args*)`` taking a struct of those arguments in order, and on
+    ``set_param_at_index`` packing the new argument into ``params``."""
+    x = torch.arange(6, dtype=torch.float32)
+    y, z = torch.zeros(6), torch.zeros(6)
+    cmd = wp.launch(
+        _add, dim=6, inputs=[wp.from_torch(x)], outputs=[wp.from_torch(y)], device="cpu", record_cmd=True
+    )
+    packed = host_threads.pack(cmd)
+    assert isinstance(packed, host_threads.PackedLaunch), "a recorded CPU launch is no longer packed"
+    packed.launch()
+    packed.launch()
+    assert torch.equal(y, 2 * x), "a packed launch no longer runs the kernel on the recorded arguments"
+    packed.set_param_at_index(1, wp.from_torch(z))
+    packed.launch()
+    assert torch.equal(z, x) and torch.equal(y, 2 * x), "set_param_at_index no longer reaches a packed launch"
+    cmd.launch()  # Warp's own launch of the same command: the same arguments
+    assert torch.equal(z, 2 * x), "Warp's launch and the packed one no longer agree"
 
 
 # ---- compiler flags and logging (step.cpu_compiler_flags, runtime.init) -------------------------
