@@ -207,7 +207,8 @@ def record_envs(
     def make(tid0: int, stride: int, dim: int) -> wp.Launch:
         s = Share()
         s.per_thread, s.tid0, s.stride = per_thread, tid0, stride
-        return wp.launch(kernel, dim=dim, inputs=inputs(s), device=device, record_cmd=True)  # packed by record
+        # SharedLaunch packs the recorded launch's arguments
+        return wp.launch(kernel, dim=dim, inputs=inputs(s), device=device, record_cmd=True)
 
     return record(make, -(-n_envs // per_thread), threads, device, max(1, min_envs_per_share // per_thread))
 

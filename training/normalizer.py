@@ -43,9 +43,10 @@ class ObsNormalizer(nn.Module):
         self.count.copy_(total)
 
     def affine(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(mean, 1 / sqrt(var + eps))``, each ``(dim,)``: the normalization before the clip is
-        ``(x - mean) * scale``. For a caller that normalizes many batches between two updates."""
-        return self.mean, torch.rsqrt(self.var + self.eps)
+        """``(mean, 1 / sqrt(var + eps))``, each ``(dim,)``, as the statistics stand now: the
+        normalization before the clip is ``(x - mean) * scale``. For a caller that normalizes many
+        batches with the same statistics."""
+        return self.mean.clone(), torch.rsqrt(self.var + self.eps)
 
     def forward(
         self,
