@@ -120,7 +120,7 @@ class Runner:
             self.model = DistributedDataParallel(self.module, device_ids=ids)
         self.ppo = PPO(self.model, self.module, self.cfg.ppo, self.device, seed + ctx.rank)
         self.storage = RolloutStorage(self.cfg.ppo.num_steps, self.cfg.num_envs, obs_dim, act_dim, self.device)
-        self._noise = torch.zeros(self.cfg.ppo.num_steps, self.cfg.num_envs, act_dim, device=self.device)
+        self._step_rows = [self.storage.step_rows(rows) for rows in self.groups]
         limit = getattr(self.envs[0].unwrapped, "max_episode_steps", None) or 1  # unknown: every row
         self._final_rows = self.cfg.num_envs * math.ceil(self.cfg.ppo.num_steps / limit)
         self.sampler = torch.Generator(device=self.device).manual_seed(seed + 7919 * (ctx.rank + 1))
@@ -185,32 +185,31 @@ class Runner:
         first, so it does not depend on the groups either."""
         s = self.storage
         s.log_std.copy_(self.module.log_std.detach())
-        torch.randn(self._noise.shape, generator=self.sampler, device=self.device, out=self._noise)
+        torch.randn(s.noise.shape, generator=self.sampler, device=self.device, out=s.noise)
         policy = (FrozenMLP(self.module.actor), self.normalizer.affine(), torch.exp(s.log_std))
         host_threads.run_jobs([functools.partial(self._step_group, k, *policy) for k in range(len(self.envs))])
 
     def _step_group(self, k: int, actor: FrozenMLP, affine: tuple, std: torch.Tensor) -> None:
         """The rollout's steps of group ``k``'s envs, into its rows of the storage (in place where
         possible): ``actor`` and the normalizer's ``affine`` as they stood when the rollout began."""
-        env, rows, s = self.envs[k], self.groups[k], self.storage
-        obs = self._group_obs[k]
+        env, obs = self.envs[k], self._group_obs[k]
         with torch.inference_mode(), cpu_threads(self.cfg.rollout_threads, self.device):
-            for t in range(self.cfg.ppo.num_steps):
-                s.raw_obs[t, rows] = obs
-                mean = actor(self.normalizer(obs, out=s.obs[t, rows], affine=affine), out=s.means[t, rows])
-                action = torch.addcmul(mean, self._noise[t, rows], std, out=s.actions[t, rows])
+            for v in self._step_rows[k]:
+                v.raw_obs.copy_(obs)
+                mean = actor(self.normalizer(obs, out=v.obs, affine=affine), out=v.means)
+                action = torch.addcmul(mean, v.noise, std, out=v.actions)
                 obs, reward, terminated, truncated, info = env.step(action)
-                s.rewards[t, rows] = reward
-                s.terminated[t, rows] = terminated
-                s.truncated[t, rows] = truncated
-                s.final_obs[t, rows] = info["final_obs"]
+                v.rewards.copy_(reward)
+                v.terminated.copy_(terminated)
+                v.truncated.copy_(truncated)
+                v.final_obs.copy_(info["final_obs"])
                 ep = info["episode"]
-                s.ep_ended[t, rows] = info["_episode"]
-                s.ep_return[t, rows] = ep["r"]
-                s.ep_length[t, rows] = ep["l"]
-                s.ep_success[t, rows] = ep["success"]
+                v.ep_ended.copy_(info["_episode"])
+                v.ep_return.copy_(ep["r"])
+                v.ep_length.copy_(ep["l"])
+                v.ep_success.copy_(ep["success"])
                 if "sim_error" in ep:  # sim-error endings, from envs that report them (WarpVectorEnv does)
-                    s.ep_sim_error[t, rows] = ep["sim_error"]
+                    v.ep_sim_error.copy_(ep["sim_error"])
         self._group_obs[k] = obs
 
     def _values(self, last_obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

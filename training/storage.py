@@ -2,9 +2,30 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 
-__all__ = ["RolloutStorage", "gae", "bootstrap_truncated"]
+__all__ = ["RolloutStorage", "StepRows", "gae", "bootstrap_truncated"]
+
+
+class StepRows(NamedTuple):
+    """Views of one step's rows of the buffers the rollout loop writes, ``(rows, ...)`` each."""
+
+    noise: torch.Tensor
+    raw_obs: torch.Tensor
+    obs: torch.Tensor
+    means: torch.Tensor
+    actions: torch.Tensor
+    rewards: torch.Tensor
+    terminated: torch.Tensor
+    truncated: torch.Tensor
+    final_obs: torch.Tensor
+    ep_ended: torch.Tensor
+    ep_return: torch.Tensor
+    ep_length: torch.Tensor
+    ep_success: torch.Tensor
+    ep_sim_error: torch.Tensor
 
 
 def bootstrap_truncated(
@@ -55,6 +76,7 @@ class RolloutStorage:
 
         self.obs = z(obs_dim)  # normalized observations the actions were taken on
         self.raw_obs = z(obs_dim)  # the same as the env returned them (for the normalizer's statistics)
+        self.noise = z(act_dim)  # the standard normal action noise, drawn when the rollout begins
         self.actions = z(act_dim)
         self.means = z(act_dim)  # action means at sampling time (for the KL)
         self.log_probs = z()
@@ -98,6 +120,12 @@ class RolloutStorage:
                 (ended & self.ep_sim_error).sum().float(),
             ]
         )
+
+    def step_rows(self, rows: slice) -> list[StepRows]:
+        """For each step ``t``, views of ``rows`` of the buffers at ``t``, made once: indexing a
+        buffer afresh costs two torch ops per write, some 30 per step of the rollout loop."""
+        steps = range(self.obs.shape[0])
+        return [StepRows(*(getattr(self, f)[t, rows] for f in StepRows._fields)) for t in steps]
 
     def flat(self, name: str) -> torch.Tensor:
         t = getattr(self, name)
