@@ -9,9 +9,10 @@ used in training); the evaluation's own time is not counted as training time. Th
 ``--stop-at-target`` (default), after two evaluations at or above ``--target``. It prints a table
 (training seconds, env-steps, success, mean return), the time the target was first reached, the
 env-steps/s of the training rollouts next to the same env stepped bare with random actions (one
-vector env of ``train.num_envs`` envs on the scene's default host threads; and, on the CPU, the share
-of the rollouts' time spent in the envs' ``step``), and saves the curve as a PNG if matplotlib is
-installed.
+vector env of ``train.num_envs`` envs on the scene's default host threads, a rollout's worth of
+env-steps after each training iteration, so both sides are timed at the same moments of a machine
+whose speed drifts; and, on the CPU, the share of the rollouts' time spent in the envs' ``step``),
+and saves the curve as a PNG if matplotlib is installed.
 
 ``--matching`` switches to the set-up panda-gym's PandaReach-v3 uses (end-effector control, 5 cm
 success threshold), for the comparison with Stable-Baselines3 PPO on it.
@@ -63,6 +64,7 @@ def main(argv=None) -> None:
     logdir = Path(tempfile.mkdtemp(prefix="bench_train_"))
     runner = Runner(spec, ctx, logdir)
     env_seconds = _time_env_steps(runner) if ctx.device.type == "cpu" else None
+    bare = _BareEnv(spec, ctx.device)
     eval_env = make_env(spec, args.episodes, ctx.device, seed=10_000, autoreset_mode=AutoresetMode.DISABLED)
     print(
         f"{spec.task} on {ctx.device}: {spec.train.num_envs} envs, {spec.env_overrides or 'default env config'}"
@@ -87,6 +89,7 @@ def main(argv=None) -> None:
         t0 = time.perf_counter()
         runner.iterate(trained, None, args.max_time * 60)
         trained += time.perf_counter() - t0
+        bare.run(spec.train.ppo.num_steps)
         if trained < next_eval:
             continue
         next_eval += args.eval_every
@@ -102,7 +105,7 @@ def main(argv=None) -> None:
             reached = reached or rows[-1]
     runner.finish()
     rollout_rate = runner.env_steps / runner.rollout_seconds
-    bare_rate = _bare_env_rate(spec, ctx.device)
+    bare_rate = bare.env_steps / bare.seconds
     print(
         f"\nrollout env-steps/s during training {rollout_rate:,.0f}; the bare env with random actions "
         f"{bare_rate:,.0f} at {spec.train.num_envs} envs: {rollout_rate / bare_rate:.2f}x"
@@ -148,30 +151,36 @@ def _time_env_steps(runner) -> list[float]:
     return seconds
 
 
-def _bare_env_rate(spec, device, rounds: int = 3, seconds: float = 1.0) -> float:
-    """Env-steps/s of the same env stepped with random actions and nothing else, in this process: the
-    fastest of ``rounds`` rounds of at least ``seconds`` each (the reference is not flattered by a
-    slow round)."""
-    import torch
+class _BareEnv:
+    """The training env stepped with random actions and nothing else, in this process, in rounds
+    between the training iterations (its own envs, seed and random generator: training is not
+    touched). ``env_steps`` and ``seconds`` add up the rounds."""
 
-    import sim_core as sc
+    def __init__(self, spec, device):
+        import torch
 
-    env = make_env(spec, spec.train.num_envs, device, seed=5)
-    env.reset(seed=5)
-    dim = env.single_action_space.shape[0]
-    env.step(torch.rand(env.num_envs, dim, device=device) * 2 - 1)
-    best = 0.0
-    for _ in range(rounds):
+        self.env = make_env(spec, spec.train.num_envs, device, seed=5)
+        self.env.reset(seed=5)
+        self.shape = (self.env.num_envs, self.env.single_action_space.shape[0])
+        self.generator = torch.Generator(device).manual_seed(5)
+        self.env_steps, self.seconds = 0, 0.0
+        self.run(1)  # the first step's one-off work is not timed
+        self.env_steps, self.seconds = 0, 0.0
+
+    def run(self, steps: int) -> None:
+        """``steps`` steps of every env, each with fresh uniform random actions in [-1, 1]."""
+        import torch
+
+        import sim_core as sc
+
         sc.synchronize()
-        t0, steps = time.perf_counter(), 0
-        while time.perf_counter() - t0 < seconds:
-            env.step(torch.rand(env.num_envs, dim, device=device) * 2 - 1)
-            steps += 1
-            if steps % 10 == 0:
-                sc.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            actions = torch.rand(self.shape, generator=self.generator, device=self.generator.device)
+            self.env.step(actions * 2 - 1)
         sc.synchronize()
-        best = max(best, steps * env.num_envs / (time.perf_counter() - t0))
-    return best
+        self.seconds += time.perf_counter() - t0
+        self.env_steps += steps * self.shape[0]
 
 
 def _plot(rows, args, task) -> None:
