@@ -325,7 +325,7 @@ class WarpVectorEnv(gym.vector.VectorEnv):
             solver.poses()
         launch = self._passes[phase]
         if obs is not None:
-            launch.set_param_at_index(self._obs_arg, wp.from_torch(obs))
+            launch.set_tensor(self._obs_arg, obs)
         launch.launch()
 
     def _record_pass(self, phase: int, noise: wp.array, obs: wp.array) -> host_threads.SharedLaunch:

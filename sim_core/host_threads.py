@@ -109,6 +109,12 @@ class PackedLaunch:
         self.cmd.set_param_at_index(index, value)
         setattr(self._args, self._names[index], self.cmd.params[1 + index])
 
+    def set_array_data(self, index: int, ptr: int) -> None:
+        """Point array argument ``index`` at ``ptr``, memory laid out as the recorded array's (the
+        same shape, strides and dtype), in the packed struct and the recorded launch alike."""
+        getattr(self._args, self._names[index]).data = ptr
+        self.cmd.params[1 + index].data = ptr
+
 
 def pack(cmd: wp.Launch) -> wp.Launch | PackedLaunch:
     """``cmd`` as a ``PackedLaunch`` where Warp's CPU launch would just pack and call (a forward
@@ -135,6 +141,17 @@ class SharedLaunch:
         """Set argument ``index`` of every share's launch (``wp.Launch.set_param_at_index``)."""
         for cmd in self.launches:
             cmd.set_param_at_index(index, value)
+
+    def set_tensor(self, index: int, tensor: torch.Tensor) -> None:
+        """Set array argument ``index`` of every share's launch to ``tensor``, which has the recorded
+        array's shape, strides and dtype (a fresh tensor like it, every step): on the CPU only the
+        data pointer changes, where ``wp.from_torch`` and ``set_param_at_index`` would build a
+        ``wp.array`` and pack it anew (~10 us a call)."""
+        if all(isinstance(cmd, PackedLaunch) for cmd in self.launches):
+            for cmd in self.launches:
+                cmd.set_array_data(index, tensor.data_ptr())
+        else:
+            self.set_param_at_index(index, wp.from_torch(tensor))
 
     def launch(self) -> None:
         if len(self.launches) == 1:

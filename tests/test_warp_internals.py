@@ -249,8 +249,9 @@ def test_torch_views_alias_warp_memory_and_recorded_launches_follow_them():
 def test_a_packed_cpu_launch_runs_the_recorded_launch():
     """``host_threads.PackedLaunch`` calls a recorded CPU launch's entry point itself: it relies on
     ``wp.Launch.params`` holding the launch bounds and then each kernel argument packed as a ctypes
-    value, on ``hooks.forward(bounds*, args*)`` taking a struct of those arguments in order, and on
-    ``set_param_at_index`` packing the new argument into ``params``."""
+    value, on ``hooks.forward(bounds*, args*)`` taking a struct of those arguments in order, on
+    ``set_param_at_index`` packing the new argument into ``params``, and on an array's packed value
+    keeping its address in the field ``data`` (``set_array_data``)."""
     x = torch.arange(6, dtype=torch.float32)
     y, z = torch.zeros(6), torch.zeros(6)
     cmd = wp.launch(
@@ -266,6 +267,11 @@ def test_a_packed_cpu_launch_runs_the_recorded_launch():
     assert torch.equal(z, x) and torch.equal(y, 2 * x), "set_param_at_index no longer reaches a packed launch"
     cmd.launch()  # Warp's own launch of the same command: the same arguments
     assert torch.equal(z, 2 * x), "Warp's launch and the packed one no longer agree"
+    w = torch.zeros(6)
+    packed.set_array_data(1, w.data_ptr())
+    packed.launch()
+    cmd.launch()
+    assert torch.equal(w, 2 * x) and torch.equal(z, 2 * x), "set_array_data no longer moves an array argument"
 
 
 # ---- compiler flags and logging (step.cpu_compiler_flags, runtime.init) -------------------------
