@@ -31,6 +31,7 @@ import types
 import weakref
 
 import numpy as np
+import pytest
 import torch
 import warp as wp
 
@@ -268,10 +269,15 @@ def test_a_packed_cpu_launch_runs_the_recorded_launch():
     cmd.launch()  # Warp's own launch of the same command: the same arguments
     assert torch.equal(z, 2 * x), "Warp's launch and the packed one no longer agree"
     w = torch.zeros(6)
-    packed.set_array_data(1, w.data_ptr())
+    packed.set_array_data(1, w)
     packed.launch()
     cmd.launch()
     assert torch.equal(w, 2 * x) and torch.equal(z, 2 * x), "set_array_data no longer moves an array argument"
+    for wrong in (torch.zeros(7), torch.zeros(6, dtype=torch.float64), torch.zeros(12)[::2]):
+        with pytest.raises(ValueError, match="expected a tensor of shape"):
+            packed.set_array_data(1, wrong)
+    packed.launch()
+    assert torch.equal(w, 3 * x), "a refused tensor moved the argument"
 
 
 # ---- compiler flags and logging (step.cpu_compiler_flags, runtime.init) -------------------------
