@@ -10,9 +10,10 @@ used in training); the evaluation's own time is not counted as training time. Th
 (training seconds, env-steps, success, mean return), the time the target was first reached, the
 env-steps/s of the training rollouts next to the same env stepped bare with random actions (one
 vector env of ``train.num_envs`` envs on the scene's default host threads, a rollout's worth of
-env-steps after each training iteration, warm, so both sides are timed at the same moments of a
-machine whose speed drifts; and, on the CPU, the share of the rollouts' time spent in the envs'
-``step``), and saves the curve as a PNG if matplotlib is installed.
+env-steps after each training iteration, warm and with its actions drawn before the clock starts, so
+both sides are timed at the same moments of a machine whose speed drifts; and, on the CPU, the share
+of the rollouts' time spent in the envs' ``step``), and saves the curve as a PNG if matplotlib is
+installed.
 
 ``--matching`` switches to the set-up panda-gym's PandaReach-v3 uses (end-effector control, 5 cm
 success threshold), for the comparison with Stable-Baselines3 PPO on it.
@@ -162,29 +163,26 @@ class _BareEnv:
         self.env = make_env(spec, spec.train.num_envs, device, seed=5)
         self.env.reset(seed=5)
         self.shape = (self.env.num_envs, self.env.single_action_space.shape[0])
-        self.generator = torch.Generator(device).manual_seed(5)
+        generator = torch.Generator(device).manual_seed(5)
+        self.draw = lambda steps: torch.rand((steps, *self.shape), generator=generator, device=device) * 2 - 1
         self.env_steps, self.seconds = 0, 0.0
 
     def run(self, steps: int) -> None:
-        """``steps`` timed steps of every env, each with fresh uniform random actions in [-1, 1],
-        after one untimed step: the training iteration before has pushed the env's data out of the
-        caches, and the reference is its speed once warm."""
+        """``steps`` timed steps of every env with fresh uniform random actions in [-1, 1], drawn
+        before the clock starts (the reference pays nothing for its actions), after one untimed
+        step: the training iteration before has pushed the env's data out of the caches, and the
+        reference is its speed once warm."""
         import sim_core as sc
 
-        self._step()
+        actions = self.draw(steps + 1)
+        self.env.step(actions[0])
         sc.synchronize()
         t0 = time.perf_counter()
-        for _ in range(steps):
-            self._step()
+        for a in actions[1:]:
+            self.env.step(a)
         sc.synchronize()
         self.seconds += time.perf_counter() - t0
         self.env_steps += steps * self.shape[0]
-
-    def _step(self) -> None:
-        import torch
-
-        actions = torch.rand(self.shape, generator=self.generator, device=self.generator.device)
-        self.env.step(actions * 2 - 1)
 
 
 def _plot(rows, args, task) -> None:

@@ -113,7 +113,9 @@ class PackedLaunch:
     def set_array_data(self, index: int, tensor: torch.Tensor) -> None:
         """Point array argument ``index`` at ``tensor``'s memory, in the packed struct and the
         recorded launch alike: ``tensor`` must have the recorded array's shape and strides (in
-        bytes), else ``ValueError`` (checked in full once per shape, strides and dtype)."""
+        bytes, so an element of another size is refused too), else ``ValueError``; checked in full
+        once per shape, strides and dtype. The packed array keeps no dtype: one of the same size
+        (int32 for float32) is the caller's to avoid."""
         arg = getattr(self._args, self._names[index])
         layout = (tensor.shape, tensor.stride(), tensor.dtype)
         if self._layouts.get(index) != layout:
@@ -157,9 +159,10 @@ class SharedLaunch:
 
     def set_tensor(self, index: int, tensor: torch.Tensor) -> None:
         """Set array argument ``index`` of every share's launch to ``tensor``, which has the recorded
-        array's shape, strides and dtype (a fresh tensor like it, every step): on the CPU only the
-        data pointer changes, where ``wp.from_torch`` and ``set_param_at_index`` would build a
-        ``wp.array`` and pack it anew for every share (tens of microseconds a call)."""
+        array's shape, strides and dtype (a fresh tensor like it, every step; ``set_array_data``
+        checks the shape and strides): on the CPU only the data pointer changes, where
+        ``wp.from_torch`` and ``set_param_at_index`` would build a ``wp.array`` and pack it anew
+        for every share (tens of microseconds a call)."""
         if all(isinstance(cmd, PackedLaunch) for cmd in self.launches):
             for cmd in self.launches:
                 cmd.set_array_data(index, tensor)
