@@ -22,11 +22,17 @@ For each batch size ``n_envs`` (default 1, 64, 1024, 4096, 16384):
   again before the clock is read at the end. Result: env-steps/s = n_envs * steps / seconds.
   Target generation and the control call are inside the timed region. Contacts are on in both
   simulators (the random targets swing the arm into the floor and the cube now and then).
+  ``cube_held`` is ``arm_cube`` with the cube in a grasp, the load a trained Lift or Push policy
+  drives the env into: the warm-up closes the pads on the cube (joint targets from inverse
+  kinematics: above it, down, close, lift it 10 cm) and then, like every timed step, draws the
+  arm's targets uniformly within 0.02 rad of the pose that holds it, the fingers' shut. It times
+  at most 100 steps (1 s) per round, over which both simulators keep every cube held (the run
+  prints the share each still holds).
 * **MuJoCo C reference**: ``mujoco.rollout`` on the SAME compiled model (``scene.mjmodel``: same
   timestep = dt / substeps, same integrator; minus its visual-only geoms, which only pictures use)
   from the ``n_envs`` states sim_core's warm-up left (each env's qpos and qvel, so both simulate
-  the same configurations), with uniform random controls inside
-  ``actuator_ctrlrange`` for every env and step. That API takes the controls for the whole rollout
+  the same configurations), with uniform random controls from the same box as sim_core's targets
+  (within ``actuator_ctrlrange``) for every env and step. That API takes the controls for the whole rollout
   up front, so they (and the output buffers) are prepared outside the timed region.
 
 Threads: ``--threads K`` (default 1) runs both simulators on K host threads of the CPU: sim_core's
@@ -58,6 +64,7 @@ How to run
     python scripts/bench_sim.py --quick --n-envs 1 64 1024
     python scripts/bench_sim.py --device cuda --skip-compile
     python scripts/bench_sim.py --threads 2 --scene arm_cube --skip-compile   # both on 2 threads
+    python scripts/bench_sim.py --scene arm_cube cube_held --n-envs 1024 4096 16384 --skip-compile
     python scripts/bench_sim.py --n-envs 4096 --steps 200 --mj-nthread 2 --json out.json
 """
 
@@ -74,6 +81,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -88,7 +96,7 @@ import torch  # noqa: E402
 from mujoco import rollout as mj_rollout  # noqa: E402
 
 DEFAULT_N_ENVS = (1, 64, 1024, 4096, 16384)
-SCENES = ("arm", "arm_cube")
+SCENES = ("arm", "arm_cube", "cube_held")
 
 
 @dataclass
@@ -140,7 +148,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         choices=SCENES,
         nargs="+",
         default=list(SCENES),
-        help="arm: floor + Franka; arm_cube: floor + Franka + a free cube (default: both)",
+        help="arm: floor + Franka; arm_cube: floor + Franka + a free cube; cube_held: arm_cube with "
+        "the cube held between the pads (default: all three)",
     )
     p.add_argument("--quick", action="store_true", help="short run (~20k env-steps per size)")
     p.add_argument(
@@ -189,11 +198,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def step_counts(n_envs: int, args: argparse.Namespace) -> tuple[int, int]:
-    """(sim_core steps, MuJoCo steps) for one batch size."""
+def step_counts(n_envs: int, args: argparse.Namespace, kind: str) -> tuple[int, int]:
+    """(sim_core steps, MuJoCo steps) for one batch size; ``cube_held``: at most ``HOLD_STEPS``."""
     if args.steps is not None:
         return args.steps, args.steps
     target, min_steps, sim_cap, mj_cap = (20_000, 3, 50, 2_000) if args.quick else (300_000, 5, 1_000, 20_000)
+    if kind == "cube_held":
+        sim_cap = mj_cap = HOLD_STEPS
     want = math.ceil(target / n_envs)
     return max(min_steps, min(sim_cap, want)), max(min_steps, min(mj_cap, want))
 
@@ -247,13 +258,80 @@ def ctrl_ranges(model: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
 
 
 CUBE_POS = (0.5, 0.0, 0.025)  # a 5 cm cube on the floor in front of the arm, within its reach
+HOME = (0.0, 0.1, 0.0, -2.4, 0.0, 2.5, 0.785)  # hand pointing down ~17 cm above the cube, fingers along y
+PAD_POINT = (0.0, 0.0, 0.1034)  # between the fingertips, in the hand's frame (m)
+HOLD_LIFT = 0.10  # m: cube_held lifts the cube this far off the floor
+HOLD_JITTER = 0.02  # rad: cube_held's arm targets are drawn uniformly this far around the holding pose
+# cube_held times at most this many steps (1 s): MuJoCo's soft friction lets the cube creep down the
+# pads, and after 2 s of jitter it has dropped 7% of them (a lighter load); sim_core's sticks
+HOLD_STEPS = 100
+
+
+@dataclass
+class Drive:
+    """How the arm is driven: the untimed warm-up, then fresh uniform random joint targets in the
+    box ``[lo, hi]`` (9 dofs, one per actuator) every step, for both simulators.
+
+    ``script``: the warm-up's scripted phases ``(targets (9,), steps)`` before its ``random_steps``
+    steps of random targets from the box."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    script: list[tuple[np.ndarray, int]]
+    random_steps: int
+
+
+def _ik(model: mujoco.MjModel, q: np.ndarray, point: np.ndarray, rot: np.ndarray) -> np.ndarray:
+    """Arm joint angles (from ``q``, 9 dofs) that put the hand's ``PAD_POINT`` at ``point`` with the
+    hand's orientation ``rot`` (3x3): damped least squares on MuJoCo's Jacobian of the hand."""
+    data, hand = mujoco.MjData(model), model.body("e1/hand").id
+    q = q.copy()
+    jp, jr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
+    for _ in range(200):
+        data.qpos[:9] = q
+        mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        r = data.xmat[hand].reshape(3, 3)
+        p = data.xpos[hand] + r @ np.asarray(PAD_POINT)
+        err = np.concatenate([point - p, 0.5 * sum(np.cross(r[:, i], rot[:, i]) for i in range(3))])
+        mujoco.mj_jac(model, data, jp, jr, p, hand)
+        jac = np.vstack([jp, jr])[:, :7]
+        q[:7] += jac.T @ np.linalg.solve(jac @ jac.T + 1e-4 * np.eye(6), err)
+    return q
+
+
+def drive(kind: str, model: mujoco.MjModel, warmup: int) -> Drive:
+    """``arm``, ``arm_cube``: targets anywhere in the joints' ranges, after ``warmup`` steps of the
+    same. ``cube_held``: the pads close on the cube (scripted: above it, down, close, lift it
+    ``HOLD_LIFT``), then the arm's targets jitter by up to ``HOLD_JITTER`` around the pose that
+    holds it, the fingers' stay shut (``warmup`` steps of that, then timed): the contact load of a
+    grasp, every step."""
+    lo, hi = dof_ranges(model)
+    if kind != "cube_held":
+        return Drive(lo, hi, [], warmup)
+    home = np.array([*HOME, 0.04, 0.04])
+    data = mujoco.MjData(model)
+    data.qpos[:9] = home
+    mujoco.mj_kinematics(model, data)
+    rot = data.xmat[model.body("e1/hand").id].reshape(3, 3).copy()
+    cube = np.asarray(CUBE_POS)
+    above = _ik(model, home, cube + [0.0, 0.0, 0.1], rot)
+    at = _ik(model, above, cube + [0.0, 0.0, 0.005], rot)
+    held = _ik(model, at, cube + [0.0, 0.0, HOLD_LIFT], rot)
+    for q, fingers in ((above, 0.04), (at, 0.04), (held, 0.0)):
+        q[7:] = fingers
+    shut = at.copy()
+    shut[7:] = 0.0
+    jitter = np.array([HOLD_JITTER] * 7 + [0.0, 0.0])
+    script = [(above, 60), (at, 60), (shut, 40), (held, 100)]
+    return Drive(np.maximum(held - jitter, lo), np.minimum(held + jitter, hi), script, warmup)
 
 
 def add_entities(sc: Any, scene: Any, kind: str) -> Any:
-    """Floor + Franka (+ a free 5 cm, 125 g cube for ``arm_cube``); returns the Franka."""
+    """Floor + Franka (+ a free 5 cm, 125 g cube for ``arm_cube`` and ``cube_held``); returns the Franka."""
     scene.add_entity(sc.morphs.Plane())
     franka = scene.add_entity(sc.morphs.MJCF(file="franka_panda"))
-    if kind == "arm_cube":
+    if kind != "arm":
         scene.add_entity(
             sc.morphs.Box(size=(0.05, 0.05, 0.05), pos=CUBE_POS), material=sc.materials.Rigid(rho=1000.0)
         )
@@ -271,6 +349,27 @@ def build_scene(sc: Any, kind: str, n_envs: int, threads: int) -> tuple[Any, Any
     return scene, franka
 
 
+def warm_up(scene: Any, franka: Any, box: Drive, n_envs: int, device: Any) -> Callable[[], None]:
+    """Runs ``box``'s warm-up on the built scene; returns one step with fresh random targets drawn
+    from its box on ``device`` (``torch.rand``)."""
+    lo = torch.as_tensor(box.lo, dtype=torch.float32, device=device)
+    span = torch.as_tensor(box.hi - box.lo, dtype=torch.float32, device=device)
+    shape = (n_envs, lo.numel())
+
+    def random_step() -> None:
+        franka.control_dofs_position(torch.rand(shape, device=device) * span + lo)
+        scene.step()
+
+    for q, steps in box.script:
+        targets = torch.as_tensor(q, dtype=torch.float32, device=device).expand(shape).contiguous()
+        for _ in range(steps):
+            franka.control_dofs_position(targets)
+            scene.step()
+    for _ in range(box.random_steps):
+        random_step()
+    return random_step
+
+
 def bench_sim_core(sc: Any, n_envs: int, steps: int, args: argparse.Namespace, kind: str):
     """Build the scene, time ``steps`` steps with fresh random targets. Returns scene + stats."""
     t_build = time.perf_counter()
@@ -278,14 +377,8 @@ def bench_sim_core(sc: Any, n_envs: int, steps: int, args: argparse.Namespace, k
     sc.synchronize()
     build_s = time.perf_counter() - t_build
 
-    lo_np, hi_np = dof_ranges(scene.mjmodel)
-    dev = sc.device
-    lo = torch.as_tensor(lo_np, dtype=torch.float32, device=dev)
-    span = torch.as_tensor(hi_np - lo_np, dtype=torch.float32, device=dev)
-    shape = (n_envs, lo.numel())
-    for _ in range(args.warmup):
-        franka.control_dofs_position(torch.rand(shape, device=dev) * span + lo)
-        scene.step()
+    box = drive(kind, scene.mjmodel, args.warmup)
+    random_step = warm_up(scene, franka, box, n_envs, sc.device)
     sc.synchronize()
     solver = scene.sim.rigid_solver
     qpos0, qvel0 = solver.get_qpos().clone(), solver.get_qvel().clone()
@@ -301,13 +394,11 @@ def bench_sim_core(sc: Any, n_envs: int, steps: int, args: argparse.Namespace, k
         sc.synchronize()
         t0 = time.perf_counter()
         for _ in range(steps):
-            targets = torch.rand(shape, device=dev) * span + lo
-            franka.control_dofs_position(targets)
-            scene.step()
+            random_step()
         sc.synchronize()
         return time.perf_counter() - t0
 
-    return scene, start, build_s, timed
+    return scene, start, build_s, timed, box
 
 
 def physics_only_model(scene) -> mujoco.MjModel:
@@ -334,13 +425,15 @@ def mujoco_states(model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray) -> 
     return out
 
 
-def bench_mujoco(model: mujoco.MjModel, initial: np.ndarray, steps: int, nthread: int, seed: int) -> float:
-    """Seconds for ``mujoco.rollout`` of ``initial`` (n_envs, nstate) x steps with random controls."""
+def bench_mujoco(
+    model: mujoco.MjModel, initial: np.ndarray, steps: int, nthread: int, seed: int, box: Drive
+) -> tuple[float, np.ndarray]:
+    """Seconds for ``mujoco.rollout`` of ``initial`` (n_envs, nstate) x steps with random controls
+    in ``box`` (within the actuators' control ranges), and the states it ends in."""
     n_envs, nstate = initial.shape
 
-    lo, hi = ctrl_ranges(model)
     rng = np.random.default_rng(seed)
-    control = rng.uniform(lo, hi, size=(n_envs, steps, model.nu))
+    control = rng.uniform(*control_box(model, box), size=(n_envs, steps, model.nu))
     state_out = np.zeros((n_envs, steps, nstate), dtype=np.float64)
     sensor_out = np.zeros((n_envs, steps, model.nsensordata), dtype=np.float64)
 
@@ -354,15 +447,30 @@ def bench_mujoco(model: mujoco.MjModel, initial: np.ndarray, steps: int, nthread
         seconds = time.perf_counter() - t0
     if not np.isfinite(state_out[:, -1]).all():
         print(f"  warning: MuJoCo state has non-finite values at n_envs={n_envs}")
-    return seconds
+    return seconds, state_out[:, -1]
 
 
-def mj_contact_activity(model: mujoco.MjModel, steps: int, seed: int) -> tuple[float, float, float]:
-    """Untimed: (fraction of steps with contacts, mean ncon, mean nefc) of one MuJoCo env driven
-    by the benchmark's random controls. Shows how much of the reference's work is contacts."""
-    data = mujoco.MjData(model)
+def control_box(model: mujoco.MjModel, box: Drive) -> tuple[np.ndarray, np.ndarray]:
+    """``box`` clipped to the actuators' control ranges (one position actuator per dof)."""
     lo, hi = ctrl_ranges(model)
-    ctrl = np.random.default_rng(seed).uniform(lo, hi, size=(steps, model.nu))
+    return np.clip(box.lo, lo, hi), np.clip(box.hi, lo, hi)
+
+
+def cube_height(model: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray | None:
+    """``(n_envs,)`` height of the free cube's centre in each row of ``qpos``; None without one."""
+    free = np.flatnonzero(model.jnt_type == mujoco.mjtJoint.mjJNT_FREE)
+    return qpos[:, model.jnt_qposadr[free[0]] + 2] if free.size else None
+
+
+def mj_contact_activity(
+    model: mujoco.MjModel, state: np.ndarray, steps: int, seed: int, box: Drive
+) -> tuple[float, float, float]:
+    """Untimed: (fraction of steps with contacts, mean ncon, mean nefc) of one MuJoCo env from the
+    full-physics ``state`` driven by the benchmark's random controls. Shows how much of the
+    reference's work is contacts."""
+    data = mujoco.MjData(model)
+    mujoco.mj_setState(model, data, state, mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    ctrl = np.random.default_rng(seed).uniform(*control_box(model, box), size=(steps, model.nu))
     ncon = np.empty(steps)
     nefc = np.empty(steps)
     for i in range(steps):
@@ -440,10 +548,10 @@ def fmt_rate(x: float) -> str:
 
 def bench_size(sc: Any, backend: str, kind: str, n: int, args: argparse.Namespace, first: bool) -> SizeResult:
     """Both simulators on one scene at one batch size, alternating rounds."""
-    sim_steps, mj_steps = step_counts(n, args)
+    sim_steps, mj_steps = step_counts(n, args, kind)
     sc.init(backend=getattr(sc, backend), seed=args.seed)
     try:
-        scene, (qpos, qvel), build_s, timed = bench_sim_core(sc, n, sim_steps, args, kind)
+        scene, (qpos, qvel), build_s, timed, box = bench_sim_core(sc, n, sim_steps, args, kind)
         model = physics_only_model(scene)
         initial = mujoco_states(model, qpos, qvel)  # where sim_core's warm-up left each env
         if first:
@@ -453,9 +561,11 @@ def bench_size(sc: Any, backend: str, kind: str, n: int, args: argparse.Namespac
                 f"integrator={mujoco.mjtIntegrator(model.opt.integrator).name}, "
                 f"sim_core contact budget {scene.sim.rigid_solver.max_contacts} per env"
             )
-            frac, ncon, nefc = mj_contact_activity(model, 1000, args.seed)
+            activity_steps = min(1000, mj_steps)
+            frac, ncon, nefc = mj_contact_activity(model, initial[0], activity_steps, args.seed, box)
             print(
-                f"  MuJoCo contact activity (1 env, 1000 untimed steps, random controls): "
+                f"  MuJoCo contact activity (env 0 from the warm-up's end, {activity_steps} untimed steps, "
+                "random controls): "
                 f"contacts in {100 * frac:.1f}% of steps, mean ncon {ncon:.2f}, "
                 f"mean nefc {nefc:.2f}"
             )
@@ -463,10 +573,18 @@ def bench_size(sc: Any, backend: str, kind: str, n: int, args: argparse.Namespac
         sim_s, mj_s = float("inf"), float("inf")
         for r in range(args.repeats):
             sim_s = min(sim_s, timed())
-            mj_s = min(mj_s, bench_mujoco(model, initial, mj_steps, args.mj_nthread, args.seed + r))
+            seconds, mj_end = bench_mujoco(model, initial, mj_steps, args.mj_nthread, args.seed + r, box)
+            mj_s = min(mj_s, seconds)
         solver = scene.sim.rigid_solver
         finite = bool(torch.isfinite(solver.get_qpos()).all().item())
         ncon = float(solver.get_contacts()["valid_mask"].sum(-1).float().mean()) if solver.contacts else 0.0
+        held = ""
+        if kind == "cube_held":  # both still hold the cube (a dropped one is a lighter load)
+            sim_z = cube_height(model, solver.get_qpos().cpu().numpy())
+            mj_z = cube_height(model, mj_end[:, 1 : 1 + model.nq])
+            up = 0.5 * HOLD_LIFT
+            shares = f"sim_core {np.mean(sim_z > up):.0%}, MuJoCo {np.mean(mj_z > up):.0%}"
+            held = f" | cubes above {up * 100:.0f} cm: {shares}"
     finally:
         scene = None
         sc.destroy()
@@ -484,7 +602,7 @@ def bench_size(sc: Any, backend: str, kind: str, n: int, args: argparse.Namespac
     )
     print(
         f"  {kind} n_envs={n}: build {build_s:.2f}s | sim_core {sim_steps} steps in {sim_s:.3f}s"
-        f" (contacts per env at the end: {ncon:.1f}) | MuJoCo {mj_steps} steps in {mj_s:.3f}s"
+        f" (contacts per env at the end: {ncon:.1f}) | MuJoCo {mj_steps} steps in {mj_s:.3f}s{held}"
         + ("" if finite else " | WARNING: non-finite sim_core qpos"),
         flush=True,
     )

@@ -9,6 +9,7 @@ generated step kernel to its stages and to the Warp functions inlined into it.
     python scripts/profile_step.py --task WarpGym/FrankaLift-v0
     python scripts/profile_step.py --checkpoint runs/lift/checkpoints/last.pt --n-envs 1024
     python scripts/profile_step.py --scene arm_cube --n-envs 16384
+    python scripts/profile_step.py --scene cube_held   # the pads hold the cube: a grasp's contacts
 
 Needs ``perf`` and binutils (``objdump``, ``addr2line``). The generated kernels are compiled once more
 with line tables (``-debug-info-kind=line-tables-only``, otherwise the same flags; Warp caches them
@@ -52,7 +53,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="WarpGym/FrankaLift-v0", help="ignored with --checkpoint (its task)")
     p.add_argument("--checkpoint", help="drive the env with this checkpoint's policy (plus --noise)")
-    p.add_argument("--scene", choices=("arm", "arm_cube"), help="a bench_sim.py scene instead of a task")
+    scenes = ("arm", "arm_cube", "cube_held")
+    p.add_argument("--scene", choices=scenes, help="a bench_sim.py scene instead of a task")
     p.add_argument("--noise", type=float, default=0.3, help="std of the Gaussian added to the policy's actions")
     p.add_argument("--n-envs", type=int, default=1024)
     p.add_argument("--warmup-steps", type=int, default=60, help="env steps before sampling starts")
@@ -78,19 +80,12 @@ def task_driver(args):
 
 def scene_driver(args):
     """A ``bench_sim.py`` scene's solver, one step per call with fresh random joint targets (on one
-    host thread, as ``bench_sim.py`` runs it by default; after its 200 warm-up steps) and a label."""
-    from bench_sim import build_scene, dof_ranges
+    host thread, as ``bench_sim.py`` runs it by default; after its warm-up) and a label."""
+    from bench_sim import build_scene, drive, warm_up
 
+    torch.manual_seed(0)
     scene, franka = build_scene(sc, args.scene, args.n_envs, threads=1)
-    lo, hi = (torch.as_tensor(x, dtype=torch.float32) for x in dof_ranges(scene.mjmodel))
-    g = torch.Generator().manual_seed(0)
-
-    def advance():
-        franka.control_dofs_position(torch.rand((args.n_envs, lo.numel()), generator=g) * (hi - lo) + lo)
-        scene.step()
-
-    for _ in range(200):
-        advance()
+    advance = warm_up(scene, franka, drive(args.scene, scene.mjmodel, 200), args.n_envs, sc.device)
     return scene.sim.rigid_solver, advance, f"scene {args.scene}, random joint targets"
 
 
