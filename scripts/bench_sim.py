@@ -25,9 +25,9 @@ For each batch size ``n_envs`` (default 1, 64, 1024, 4096, 16384):
   ``cube_held`` is ``arm_cube`` with the cube in a grasp, the load a trained Lift or Push policy
   drives the env into: the warm-up closes the pads on the cube (joint targets from inverse
   kinematics: above it, down, close, lift it 10 cm) and then, like every timed step, draws the
-  arm's targets uniformly within 0.02 rad of the pose that holds it, the fingers' shut. It times
-  at most 100 steps (1 s) per round, over which both simulators keep every cube held (the run
-  prints the share each still holds).
+  arm's targets uniformly within 0.02 rad of the pose that holds it, the fingers' targets shut.
+  It times at most 100 steps (1 s) per round, over which both simulators keep every cube held (the
+  run prints the share each still holds).
 * **MuJoCo C reference**: ``mujoco.rollout`` on the SAME compiled model (``scene.mjmodel``: same
   timestep = dt / substeps, same integrator; minus its visual-only geoms, which only pictures use)
   from the ``n_envs`` states sim_core's warm-up left (each env's qpos and qvel, so both simulate
@@ -304,8 +304,8 @@ def drive(kind: str, model: mujoco.MjModel, warmup: int) -> Drive:
     """``arm``, ``arm_cube``: targets anywhere in the joints' ranges, after ``warmup`` steps of the
     same. ``cube_held``: the pads close on the cube (scripted: above it, down, close, lift it
     ``HOLD_LIFT``), then the arm's targets jitter by up to ``HOLD_JITTER`` around the pose that
-    holds it, the fingers' stay shut (``warmup`` steps of that, then timed): the contact load of a
-    grasp, every step."""
+    holds it, the fingers' targets stay shut (``warmup`` steps of that, then timed): the contact
+    load of a grasp, every step."""
     lo, hi = dof_ranges(model)
     if kind != "cube_held":
         return Drive(lo, hi, [], warmup)
