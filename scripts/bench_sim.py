@@ -317,11 +317,9 @@ def drive(kind: str, model: mujoco.MjModel, warmup: int) -> Drive:
     cube = np.asarray(CUBE_POS)
     above = _ik(model, home, cube + [0.0, 0.0, 0.1], rot)
     at = _ik(model, above, cube + [0.0, 0.0, 0.005], rot)
-    held = _ik(model, at, cube + [0.0, 0.0, HOLD_LIFT], rot)
-    for q, fingers in ((above, 0.04), (at, 0.04), (held, 0.0)):
-        q[7:] = fingers
+    held = _ik(model, at, cube + [0.0, 0.0, HOLD_LIFT], rot)  # the IK keeps home's open fingers
     shut = at.copy()
-    shut[7:] = 0.0
+    shut[7:] = held[7:] = 0.0
     jitter = np.array([HOLD_JITTER] * 7 + [0.0, 0.0])
     script = [(above, 60), (at, 60), (shut, 40), (held, 100)]
     return Drive(np.maximum(held - jitter, lo), np.minimum(held + jitter, hi), script, warmup)
