@@ -184,9 +184,14 @@ class RigidSolver:
         return self.model.nv
 
     def step(self) -> None:
-        """Advance every env by ``dt`` (``substeps`` substeps); no host round trip."""
+        """Advance every env by ``dt`` (``substeps`` substeps); no host round trip. On CUDA the
+        step is captured into a graph of its own at its second call and replayed from then on;
+        while a caller's capture is open on Warp's current stream (a trainer recording its rollout,
+        ``wp.ScopedCapture(external=True)``) it launches its kernels into that capture instead."""
         use_graph = self.options.use_cuda_graph and self.device.type == "cuda"
-        if use_graph and self._graph is not None:
+        if use_graph and self.wp_device.is_capturing:
+            self._launch_step()
+        elif use_graph and self._graph is not None:
             wp.capture_launch(self._graph)
         elif use_graph and self._steps > 0:  # the kernels are loaded by now: capture, then replay
             with wp.ScopedCapture(device=self.wp_device) as capture:

@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 import torch
 from host_sync import no_host_sync
+from replay_graph import ReplayGraph
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 import sim_core as sc
 from sim_core import host_threads
-from warpgym.config import ConfigError
+from warpgym.config import ConfigError, merge
 from warpgym.render import RenderUnavailableError
 from warpgym.training import cli, distributed, models
 from warpgym.training.checkpoint import load_checkpoint
@@ -189,6 +190,8 @@ def test_obs_normalizer_statistics_match_the_concatenated_batches():
     assert torch.allclose(expected.double(), exact, rtol=0, atol=1e-5)
     assert norm(batches[1], out=out) is out and torch.equal(out, expected)
     assert torch.equal(norm(batches[1], affine=norm.affine()), expected)
+    stale = (torch.zeros_like(norm.mean), torch.zeros_like(norm.var))
+    assert norm.affine(out=stale) is stale and torch.equal(norm(batches[1], affine=stale), expected)
     assert disabled(batches[1], out=out) is out and torch.equal(out, batches[1])
 
 
@@ -239,7 +242,8 @@ class _OpCount(TorchDispatchMode):
 def test_a_frozen_mlp_computes_the_module_in_fewer_ops(activation):
     """The rollout's snapshot of an MLP gives the module's output within float32 round-off (tanh's
     2 sigmoid(2z) - 1 folded into the weights), into ``out`` when given, in one matmul and at most
-    one activation op per layer; it keeps the parameters as they were when it was taken."""
+    one activation op per layer; it keeps the parameters as they were when it was taken, until
+    ``load_`` takes the module's current ones into the same tensors."""
     torch.manual_seed(0)
     mlp = models._mlp([30, 64, 48, 7], activation, 0.01)
     for p in mlp.parameters():
@@ -257,6 +261,10 @@ def test_a_frozen_mlp_computes_the_module_in_fewer_ops(activation):
         for p in mlp.parameters():
             p.add_(1.0)
         assert torch.equal(frozen(x), got) and not torch.allclose(mlp(x), expected)
+        addresses = [t.data_ptr() for layer in frozen.layers for t in layer]
+        assert frozen.load_(mlp) is frozen  # the new parameters, in the same tensors
+        assert [t.data_ptr() for layer in frozen.layers for t in layer] == addresses
+        assert torch.equal(frozen(x), models.FrozenMLP(mlp)(x))
     with pytest.raises(TypeError, match="FrozenMLP: expected Linear layers"):
         models.FrozenMLP(torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Sigmoid(), torch.nn.Linear(2, 1)))
 
@@ -371,6 +379,33 @@ def test_a_rollout_never_waits_on_the_device():
         runner.collect()
         losses = runner.ppo.update(runner.storage)
     assert torch.isfinite(runner.storage.returns).all() and all(torch.isfinite(v) for v in losses.values())
+
+
+def test_a_recorded_rollout_replays_the_eager_rollouts_bit_for_bit():
+    """From the second rollout on, a CUDA run records the rollout's steps into a graph and replays
+    them: it fills the storage and trains exactly as eager rollouts do, the resets of finished
+    episodes included. On the CPU a stand-in that behaves as a graph does (``replay_graph``: memory
+    untouched by the capture, the recorded ops replayed without their Python) takes the graph's
+    place."""
+    overrides = {
+        "train": {"num_envs": 8, "env_groups": 1, "ppo": {"num_steps": 8}},
+        "env": {"max_episode_steps": 5, "sim": {"cpu_threads": 1}},  # resets inside the rollouts
+    }
+    spec = load_run_spec("WarpGym/FrankaLift-v0", overrides=overrides)
+    eager_only = merge(overrides, {"train": {"cuda_graph": False}})
+    eager_spec = load_run_spec("WarpGym/FrankaLift-v0", overrides=eager_only)
+    eager, recorded = Runner(eager_spec, _ctx(), None), Runner(spec, _ctx(), None)
+    if sc.device.type == "cpu":
+        recorded._graph = ReplayGraph()
+    for _ in range(4):
+        eager.iterate()
+        recorded.iterate()
+        for name, value in vars(eager.storage).items():
+            if isinstance(value, torch.Tensor):
+                assert torch.equal(value, getattr(recorded.storage, name)), name
+        assert torch.equal(_params(eager), _params(recorded))
+    assert recorded._graph.captured
+    assert eager.storage.ep_ended.any()
 
 
 def test_resume_on_the_same_device_restores_everything_exactly(tmp_path):

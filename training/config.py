@@ -83,6 +83,9 @@ class TrainConfig:
     # thread a scene would step on; always 1 on CUDA). The groups draw the random numbers one
     # batch would (first_env), so the rollout does not depend on the split
     env_groups: int = 0
+    # CUDA: record the rollout's steps (normalize, actor, sampling, env.step, storage writes) into
+    # one CUDA graph at the second rollout and replay it from then on (training/rollout_graph.py)
+    cuda_graph: bool = True
 
     def __post_init__(self):
         for name in ("num_envs", "max_iterations", "save_every"):

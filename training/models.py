@@ -146,15 +146,31 @@ class FrozenMLP:
             raise TypeError(f"FrozenMLP: expected Linear layers with one activation between them, got {mlp}")
         act = acts.pop() if acts else None
         self._activation = self._IN_PLACE.get(act)
-        self.layers: list[tuple[torch.Tensor, torch.Tensor]] = []
-        with torch.no_grad():
-            for i, lin in enumerate(linears):
-                w, b = lin.weight.detach(), lin.bias.detach()
-                if act is Tanh and i > 0:  # the input is s = (h + 1) / 2: W h + b = 2 W s + (b - W 1)
-                    w, b = 2.0 * w, b - w.sum(1)
-                if act is Tanh and i < len(linears) - 1:  # sigmoid of 2 z
-                    w, b = 2.0 * w, 2.0 * b
-                self.layers.append((w.clone().t(), b.clone()))
+        self._tanh = act is Tanh
+        self.layers: list[tuple[torch.Tensor, torch.Tensor]] = [
+            (w.clone().t(), b.clone()) for w, b in self._folded(linears)
+        ]
+
+    @torch.no_grad()
+    def _folded(self, linears: list[nn.Linear]) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Each layer's ``(weight (out, in), bias (out,))`` with the tanh layers' factors folded in."""
+        layers = []
+        for i, lin in enumerate(linears):
+            w, b = lin.weight.detach(), lin.bias.detach()
+            if self._tanh and i > 0:  # the input is s = (h + 1) / 2: W h + b = 2 W s + (b - W 1)
+                w, b = 2.0 * w, b - w.sum(1)
+            if self._tanh and i < len(linears) - 1:  # sigmoid of 2 z
+                w, b = 2.0 * w, 2.0 * b
+            layers.append((w, b))
+        return layers
+
+    def load_(self, mlp: nn.Sequential) -> FrozenMLP:
+        """Take ``mlp``'s current parameters (an MLP of the same shape) into this snapshot's own
+        tensors, in place: a rollout recorded in a CUDA graph reads them at the same addresses."""
+        for (wt, b), (w_new, b_new) in zip(self.layers, self._folded(list(mlp[::2])), strict=True):
+            wt.copy_(w_new.t())
+            b.copy_(b_new)
+        return self
 
     def __call__(self, x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
         """``(B, in) -> (B, out)``; ``out``: a tensor for the last layer's output."""

@@ -42,11 +42,15 @@ class ObsNormalizer(nn.Module):
         self.mean.add_(delta * n / total)
         self.count.copy_(total)
 
-    def affine(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def affine(self, out: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``(mean, 1 / sqrt(var + eps))``, each ``(dim,)``, as the statistics stand now: the
         normalization before the clip is ``(x - mean) * scale``. For a caller that normalizes many
-        batches with the same statistics."""
-        return self.mean.clone(), torch.rsqrt(self.var + self.eps)
+        batches with the same statistics; ``out``: an earlier result to overwrite in place."""
+        if out is None:
+            return self.mean.clone(), torch.rsqrt(self.var + self.eps)
+        out[0].copy_(self.mean)
+        torch.rsqrt(self.var + self.eps, out=out[1])
+        return out
 
     def forward(
         self,

@@ -35,6 +35,7 @@ from .logger import Logger
 from .models import ActorCritic, FrozenMLP, gaussian_log_prob
 from .normalizer import ObsNormalizer
 from .ppo import PPO
+from .rollout_graph import RolloutGraph
 from .storage import RolloutStorage, bootstrap_truncated, gae
 from .video import add_video_to_tensorboard, rollout_frames
 
@@ -121,6 +122,17 @@ class Runner:
         self.ppo = PPO(self.model, self.module, self.cfg.ppo, self.device, seed + ctx.rank)
         self.storage = RolloutStorage(self.cfg.ppo.num_steps, self.cfg.num_envs, obs_dim, act_dim, self.device)
         self._step_rows = [self.storage.step_rows(rows) for rows in self.groups]
+        # the rollout's policy: refreshed in place at every rollout, so a recorded one reads it too
+        self._policy = (
+            FrozenMLP(self.module.actor),
+            self.normalizer.affine(),
+            torch.exp(self.storage.log_std),
+        )
+        # CUDA: the first rollout runs eagerly (it loads every kernel), the second is recorded into
+        # a CUDA graph that every rollout replays from then on, from the observations in _graph_obs
+        self._graph = RolloutGraph(self.device) if self.device.type == "cuda" and self.cfg.cuda_graph else None
+        self._graph_obs: torch.Tensor | None = None
+        self._warmed_up = False
         limit = getattr(self.envs[0].unwrapped, "max_episode_steps", None) or 1  # unknown: every row
         self._final_rows = self.cfg.num_envs * math.ceil(self.cfg.ppo.num_steps / limit)
         self.sampler = torch.Generator(device=self.device).manual_seed(seed + 7919 * (ctx.rank + 1))
@@ -181,13 +193,34 @@ class Runner:
 
     def _step_envs(self) -> None:
         """``num_steps`` steps of every env by the policy as it stands, into the storage: the
-        groups at once (``host_threads.run_jobs``). The action noise of the whole rollout is drawn
-        first, so it does not depend on the groups either."""
+        groups at once (``host_threads.run_jobs``), or on CUDA the recorded rollout replayed. The
+        action noise of the whole rollout is drawn first, so it does not depend on the groups
+        either."""
         s = self.storage
         s.log_std.copy_(self.module.log_std.detach())
         torch.randn(s.noise.shape, generator=self.sampler, device=self.device, out=s.noise)
-        policy = (FrozenMLP(self.module.actor), self.normalizer.affine(), torch.exp(s.log_std))
-        host_threads.run_jobs([functools.partial(self._step_group, k, *policy) for k in range(len(self.envs))])
+        actor, affine, std = self._policy
+        actor.load_(self.module.actor)
+        self.normalizer.affine(out=affine)
+        torch.exp(s.log_std, out=std)
+        if self._graph is None or not self._warmed_up:
+            host_threads.run_jobs(
+                [functools.partial(self._step_group, k, *self._policy) for k in range(len(self.envs))]
+            )
+            self._warmed_up = True
+            return
+        if not self._graph.captured:  # the buffer a replay starts from and leaves its last observations in
+            self._graph_obs = self._group_obs[0].clone()
+            self._graph.capture(self._recorded_steps)
+        self._graph.replay()
+        self._group_obs[0] = self._graph_obs
+
+    def _recorded_steps(self) -> None:
+        """The steps a ``RolloutGraph`` records (one group): from the observations in
+        ``_graph_obs``, and back into it."""
+        self._group_obs[0] = self._graph_obs
+        self._step_group(0, *self._policy)
+        self._graph_obs.copy_(self._group_obs[0])
 
     def _step_group(self, k: int, actor: FrozenMLP, affine: tuple, std: torch.Tensor) -> None:
         """The rollout's steps of group ``k``'s envs, into its rows of the storage (in place where
