@@ -20,10 +20,9 @@ import torch
 import warp as wp
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
+from warp._src.codegen import Struct
 
 from sim_core import host_threads
-
-_array_t = type(wp.zeros(1, device="cpu").__ctype__())
 
 
 class _Memory:
@@ -41,18 +40,21 @@ class _Memory:
         storage = t.untyped_storage()
         self.save(storage.data_ptr(), storage.nbytes())
 
-    def save_struct(self, value: ctypes.Structure) -> None:
-        """Every Warp array in a packed kernel-argument struct, nested structs included."""
-        if isinstance(value, _array_t):
-            n = value.ndim
-            if n:
-                span = sum((value.shape[i] - 1) * abs(value.strides[i]) for i in range(n))
-                self.save(value.data, span + abs(value.strides[n - 1]))
-            return
-        for name, _ in value._fields_:
-            field = getattr(value, name)
-            if isinstance(field, ctypes.Structure):
-                self.save_struct(field)
+    def save_args(self, types: list, values: list) -> None:
+        """Every Warp array among a kernel's packed arguments (``types``: their Warp types),
+        those in struct arguments included: the bytes from its first element to its last."""
+        for t, value in zip(types, values, strict=True):
+            if wp.types.is_array(t):
+                shape, strides = value.shape[: value.ndim], value.strides[: value.ndim]
+                if value.ndim and min(shape) > 0:
+                    span = sum((n - 1) * abs(st) for n, st in zip(shape, strides, strict=True))
+                    self.save(value.data, span + wp.types.type_size_in_bytes(t.dtype))
+            elif isinstance(t, Struct):
+                self.save_args([v.type for v in t.vars.values()], [getattr(value, k) for k in t.vars])
+
+    def save_launch(self, cmd: host_threads.PackedLaunch) -> None:
+        types = [a.type for a in cmd.cmd.kernel.adj.args]
+        self.save_args(types, [getattr(cmd._args, name) for name in cmd._names])
 
     def restore(self) -> None:
         for ptr, data in reversed(self.saved):
@@ -94,7 +96,7 @@ class ReplayGraph:
         launch = host_threads.PackedLaunch.launch
 
         def recorded_launch(cmd: host_threads.PackedLaunch) -> None:
-            memory.save_struct(cmd._args)
+            memory.save_launch(cmd)
             ops.append(("warp", cmd, _bytes(cmd._args), _bytes(cmd.cmd.params[0])))
             launch(cmd)
 

@@ -83,6 +83,62 @@ def test_step_and_masked_reset_never_sync(task, mode):
     assert obs.shape == (n, *env.single_observation_space.shape)
 
 
+@pytest.mark.parametrize("task", TASKS)
+@pytest.mark.parametrize("mode", MODES, ids=[m.value for m in MODES])
+def test_a_recorded_step_replays_the_eager_steps_bit_for_bit(task, mode):
+    """``env.step`` recorded once into a graph (a CUDA graph; on the CPU the stand-in of
+    ``replay_graph``) and replayed gives what eager steps give, bit for bit, through ends by the
+    time limit, forced ends and a blown-up env and their resets: nothing in a step depends on
+    Python-side state that moves between steps."""
+    from replay_graph import ReplayGraph
+
+    from warpgym.training.rollout_graph import RolloutGraph
+
+    n = 6
+    envs = []
+    for _ in range(2):
+        env = gym.make_vec(task, num_envs=n, autoreset_mode=mode, validate_actions=False, max_episode_steps=3)
+        env.reset(seed=0)
+        envs.append(env)
+    eager, recorded = envs
+    dim = eager.single_action_space.shape[0]
+    g = torch.Generator().manual_seed(0)
+    actions = [(torch.rand(n, dim, generator=g) * 2 - 1).to(sc.device) for _ in range(8)]
+    for env in envs:
+        env.step(actions[0])  # the first step records the launches
+    action, outputs = actions[0].clone(), {}
+
+    def step():  # the tensors it returns are the graph's: a replay overwrites them
+        obs, reward, terminated, truncated, info = recorded.step(action)
+        outputs.update(obs=obs, reward=reward, terminated=terminated, truncated=truncated)
+        outputs.update(ended=info["_episode"], ep_return=info["episode"]["r"], length=info["episode"]["l"])
+        if mode == AutoresetMode.SAME_STEP:
+            outputs["final_obs"] = info["final_obs"]
+
+    graph = ReplayGraph() if sc.device.type == "cpu" else RolloutGraph(sc.device)
+    ends = torch.zeros(n, dtype=torch.bool, device=sc.device)
+    ends[1] = True
+    sim_errors = torch.zeros(n, dtype=torch.bool, device=sc.device)
+    for i, a in enumerate(actions[1:]):
+        action.copy_(a)
+        for env in envs:
+            env.unwrapped.force_episode_end(ends.roll(i), terminated=bool(i % 2))
+            if i == 3:
+                env.unwrapped.scene.sim.rigid_solver.state.qvel[4, 0] = float("nan")  # a blown-up env
+        obs, reward, terminated, truncated, info = eager.step(a)
+        if not graph.captured:
+            graph.capture(step)
+        graph.replay()
+        expected = dict(obs=obs, reward=reward, terminated=terminated, truncated=truncated)
+        expected.update(ended=info["_episode"], ep_return=info["episode"]["r"], length=info["episode"]["l"])
+        if mode == AutoresetMode.SAME_STEP:
+            expected["final_obs"] = info["final_obs"]
+        for key, value in expected.items():
+            assert torch.equal(outputs[key], value), (i, key)
+        sim_errors |= info["episode"]["sim_error"] & info["_episode"]
+    assert sim_errors.tolist() == [False] * 4 + [True, False]
+
+
 # ---- budgets ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("task", TASKS)
 def test_a_step_stays_within_its_launch_and_op_budget(task):
