@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # GPU smoke check for warpgym: run from the repo root on a CUDA machine (torch assumed present).
 #   bash scripts/gpu_check.sh
-# Installs the project if needed, runs the test suite on CUDA, the throughput benchmarks, a short
-# training run with a video (EGL) and the training benchmark (CUDA graphs are on by default on CUDA).
+# Installs the project if needed, runs the test suite on CUDA (the recorded rollout and env.step
+# replayed against eager ones included), the throughput benchmarks, a short training run with a
+# video (EGL) and the training benchmark of Reach, Push and Lift (CUDA graphs on, the default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,5 +34,9 @@ echo "== training on CUDA (short), then play with a video through EGL"
 "$PY" -m warpgym.training play --device cuda --checkpoint /tmp/warpgym_gpu_run/checkpoints/last.pt --episodes 4 \
     --video /tmp/warpgym_gpu_run/policy.mp4 || echo "no video: rendering needs libEGL on a GPU machine"
 
-echo "== training speed on CUDA"
-"$PY" scripts/bench_train.py --device cuda --png /tmp/warpgym_gpu_run/bench_train.png train.num_envs=4096
+echo "== training speed on CUDA: Reach to 95%, then Push and Lift to 90% (deterministic, 512 fresh episodes)"
+"$PY" scripts/bench_train.py --device cuda --png /tmp/warpgym_gpu_run/reach.png train.num_envs=4096
+"$PY" scripts/bench_train.py --device cuda --task WarpGym/FrankaPush-v0 --target 0.9 --episodes 512 \
+    --max-time 1 --eval-every 5 --png /tmp/warpgym_gpu_run/push.png train.num_envs=4096
+"$PY" scripts/bench_train.py --device cuda --task WarpGym/FrankaLift-v0 --target 0.9 --episodes 512 \
+    --max-time 2 --eval-every 10 --png /tmp/warpgym_gpu_run/lift.png train.num_envs=4096
