@@ -25,9 +25,9 @@ TASKS = sorted(warpgym.TASKS)
 MAX_TORCH_OPS, MAX_LAUNCHES = 40, 6  # per env.step, whatever the batch size
 
 
-def _load_count_ops():
-    path = Path(__file__).resolve().parents[1] / "scripts" / "count_ops.py"
-    spec = importlib.util.spec_from_file_location("count_ops", path)
+def _load_script(name: str):
+    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -144,7 +144,7 @@ def test_a_recorded_step_replays_the_eager_steps_bit_for_bit(task, mode):
 def test_a_step_stays_within_its_launch_and_op_budget(task):
     """At most 40 torch ops and 6 Warp launches (sim_core's included) in every counted step, in
     which some envs end and reset; counted as ``scripts/count_ops.py`` does, at two batch sizes."""
-    count_ops = _load_count_ops()
+    count_ops = _load_script("count_ops")
     settings = [("SameStep", False), ("SameStep", True), ("NextStep", False), ("Disabled", False)]
     for n in (3, 200):  # 200: on the CPU 4 launch threads of 64 envs, shared among the host threads
         for mode, validate in settings:
@@ -153,6 +153,16 @@ def test_a_step_stays_within_its_launch_and_op_budget(task):
             assert r["step_ops_max"] <= MAX_TORCH_OPS, (where, r["ops"])
             assert r["step_launches_max"] <= MAX_LAUNCHES, where
             assert r["reset_ops_max"] <= MAX_TORCH_OPS and r["reset_launches_max"] <= MAX_LAUNCHES, where
+
+
+def test_the_task_layer_compiles_for_a_cuda_gpu():
+    """NVRTC, in Warp's wheel, compiles the task layer's and sim_core's own kernels for sm_90 (H100,
+    H200) on a machine without a GPU. The generated step kernels take a minute each to compile:
+    ``scripts/cuda_compile_check.py`` compiles those too."""
+    wp.init()
+    if 90 not in wp._src.context.runtime.nvrtc_supported_archs:
+        pytest.skip("this Warp build has no NVRTC for sm_90")
+    assert _load_script("cuda_compile_check").compile_all(90, prefixes=("warpgym.", "sim_core.")) == []
 
 
 @pytest.mark.parametrize("task", TASKS)
