@@ -35,6 +35,13 @@ For each batch size ``n_envs`` (default 1, 64, 1024, 4096, 16384):
   (within ``actuator_ctrlrange``) for every env and step. That API takes the controls for the whole rollout
   up front, so they (and the output buffers) are prepared outside the timed region.
 
+* **MuJoCo Warp** (``mujoco-warp``, ``pip install -e ".[bench]"``; on by default with ``--device
+  cuda`` where it is installed, ``--mjwarp`` elsewhere): the same compiled model as the MuJoCo C
+  column, from the same warm-up states, every world with fresh uniform random controls from the
+  same box each step, drawn on the device by a Warp kernel (counter-based, so a CUDA graph can
+  replay it). On CUDA one step (the draw and ``mujoco_warp.step``) is captured into a CUDA graph
+  and replayed, as sim_core replays its own; contacts up to ``MJW_NCONMAX`` per world.
+
 Threads: ``--threads K`` (default 1) runs both simulators on K host threads of the CPU: sim_core's
 step shares its envs among K threads (``SimOptions(cpu_threads=K)``), and rollout gets a pool of K
 threads with K ``MjData`` (K = 1: the calling thread only). ``--mj-nthread K`` sets MuJoCo's alone
@@ -43,7 +50,7 @@ draws run on the same K threads as sim_core's step and the sim_core column uses 
 The script sets ``OMP_WAIT_POLICY=PASSIVE`` (unless it is set), so torch's OpenMP workers sleep
 rather than spin on a core between the timed target draws.
 
-Each size runs ``--repeats`` rounds (default 3) alternating the two simulators and keeps each one's
+Each size runs ``--repeats`` rounds (default 3) alternating the simulators and keeps each one's
 best round, so a slow moment of a shared machine does not land on one side only.
 
 The number of steps per size is chosen so each size does ~300k env-steps (``--quick``: ~20k), with
@@ -62,7 +69,7 @@ How to run
     export WARP_CACHE_PATH=/tmp/wpcache      # optional; Warp's kernel cache for the main process
     python scripts/bench_sim.py                          # full run, CPU
     python scripts/bench_sim.py --quick --n-envs 1 64 1024
-    python scripts/bench_sim.py --device cuda --skip-compile
+    python scripts/bench_sim.py --device cuda --skip-compile          # with MuJoCo Warp if installed
     python scripts/bench_sim.py --threads 2 --scene arm_cube --skip-compile   # both on 2 threads
     python scripts/bench_sim.py --scene arm_cube cube_held --n-envs 1024 4096 16384 --skip-compile
     python scripts/bench_sim.py --n-envs 4096 --steps 200 --mj-nthread 2 --json out.json
@@ -71,6 +78,7 @@ How to run
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -93,6 +101,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+import warp as wp  # noqa: E402
 from mujoco import rollout as mj_rollout  # noqa: E402
 
 DEFAULT_N_ENVS = (1, 64, 1024, 4096, 16384)
@@ -111,10 +120,16 @@ class SizeResult:
     mj_seconds: float
     mj_env_steps_per_s: float
     build_seconds: float
+    mjw_seconds: float | None = None  # MuJoCo Warp, sim_steps steps
+    mjw_env_steps_per_s: float | None = None
 
     @property
     def ratio(self) -> float:
         return self.sim_env_steps_per_s / self.mj_env_steps_per_s
+
+    @property
+    def mjw_ratio(self) -> float | None:
+        return self.sim_env_steps_per_s / self.mjw_env_steps_per_s if self.mjw_env_steps_per_s else None
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -181,6 +196,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=3,
         help="rounds per size, alternating sim_core and MuJoCo; each side's best round is kept",
     )
+    p.add_argument(
+        "--mjwarp",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also time MuJoCo Warp (default: with --device cuda, if mujoco_warp is installed)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", type=str, default=None, help="also write the results to this file")
     p.add_argument("--png", type=str, default="bench_sim.png", help="plot file ('' for none)")
@@ -195,6 +216,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.mj_nthread = args.threads
     if args.mj_nthread < 1:
         p.error("--mj-nthread must be >= 1")
+    if args.mjwarp is None:
+        args.mjwarp = args.device == "cuda" and importlib.util.find_spec("mujoco_warp") is not None
+    elif args.mjwarp and importlib.util.find_spec("mujoco_warp") is None:
+        p.error('--mjwarp: mujoco_warp is not installed (pip install -e ".[bench]")')
     return args
 
 
@@ -448,6 +473,96 @@ def bench_mujoco(
     return seconds, state_out[:, -1]
 
 
+MJW_NCONMAX = 64  # contacts per world MuJoCo Warp makes room for (sim_core's default budget)
+
+
+@wp.kernel(enable_backward=False)
+def _random_ctrl(
+    seed: int,
+    counter: wp.array(dtype=wp.int32),
+    lo: wp.array(dtype=wp.float32),
+    hi: wp.array(dtype=wp.float32),
+    ctrl: wp.array2d(dtype=wp.float32),
+):
+    """Fresh uniform controls in ``[lo, hi]`` for every world, numbered by the step ``counter[0]``."""
+    w, a = wp.tid()
+    state = wp.rand_init(seed, (counter[0] * ctrl.shape[0] + w) * ctrl.shape[1] + a)
+    ctrl[w, a] = lo[a] + (hi[a] - lo[a]) * wp.randf(state)
+
+
+@wp.kernel(enable_backward=False)
+def _count_step(counter: wp.array(dtype=wp.int32)):
+    counter[0] = counter[0] + 1
+
+
+class MjWarpRun:
+    """MuJoCo Warp on ``model`` with ``n_envs`` worlds from the states ``qpos``/``qvel`` (n_envs, nq /
+    nv), each step with fresh random controls in ``box`` (``_random_ctrl``); compiled (and on CUDA
+    captured into a graph of one step) when made, so ``timed`` times steps only."""
+
+    def __init__(
+        self, model: mujoco.MjModel, qpos: np.ndarray, qvel: np.ndarray, box: Drive, seed: int, device: str
+    ):
+        import mujoco_warp as mjw
+
+        self.mjw, n = mjw, qpos.shape[0]
+        self.device = wp.get_device("cuda:0" if device == "cuda" else "cpu")
+        lo, hi = control_box(model, box)
+        with wp.ScopedDevice(self.device):
+            self.m = mjw.put_model(model)
+            # constraint rows: a pyramidal cone's 2 (condim - 1) per contact, and joint limits
+            nefc = MJW_NCONMAX * 2 * (int(model.geom_condim.max()) - 1) + 2 * model.nv
+            self.d = mjw.put_data(model, mujoco.MjData(model), nworld=n, nconmax=MJW_NCONMAX, njmax=nefc)
+            self.qpos0 = wp.array(qpos.astype(np.float32))
+            self.qvel0 = wp.array(qvel.astype(np.float32))
+            self.lo = wp.array(lo.astype(np.float32))
+            self.hi = wp.array(hi.astype(np.float32))
+            self.counter = wp.zeros(1, dtype=wp.int32)
+        self.seed = seed
+        self._restore()
+        self._step()  # compiles every kernel the step launches
+        self.graph = None
+        if self.device.is_cuda:
+            with wp.ScopedCapture(device=self.device) as capture:
+                self._step()
+            self.graph = capture.graph
+
+    def _step(self) -> None:
+        d = self.d
+        wp.launch(
+            _random_ctrl,
+            dim=d.ctrl.shape,
+            inputs=[self.seed, self.counter, self.lo, self.hi, d.ctrl],
+            device=self.device,
+        )
+        wp.launch(_count_step, dim=1, inputs=[self.counter], device=self.device)
+        self.mjw.step(self.m, d)
+
+    def _restore(self) -> None:
+        wp.copy(self.d.qpos, self.qpos0)
+        wp.copy(self.d.qvel, self.qvel0)
+        self.d.qacc_warmstart.zero_()
+        self.d.time.zero_()
+
+    def timed(self, steps: int) -> float:
+        """Seconds for ``steps`` steps from the warm-up's end state (restored untimed), synchronized."""
+        self._restore()
+        wp.synchronize_device(self.device)
+        t0 = time.perf_counter()
+        with wp.ScopedDevice(self.device):
+            for _ in range(steps):
+                if self.graph is not None:
+                    wp.capture_launch(self.graph)
+                else:
+                    self._step()
+        wp.synchronize_device(self.device)
+        return time.perf_counter() - t0
+
+    def overflowed(self) -> bool:
+        """More contacts were detected than the worlds have room for (``MJW_NCONMAX`` each)."""
+        return int(self.d.nacon.numpy()[0]) > self.d.naconmax
+
+
 def control_box(model: mujoco.MjModel, box: Drive) -> tuple[np.ndarray, np.ndarray]:
     """``box`` clipped to the actuators' control ranges (one position actuator per dof)."""
     lo, hi = ctrl_ranges(model)
@@ -548,6 +663,7 @@ def bench_size(sc: Any, backend: str, kind: str, n: int, args: argparse.Namespac
     """Both simulators on one scene at one batch size, alternating rounds."""
     sim_steps, mj_steps = step_counts(n, args, kind)
     sc.init(backend=getattr(sc, backend), seed=args.seed)
+    mjw = None
     try:
         scene, (qpos, qvel), build_s, timed, box = bench_sim_core(sc, n, sim_steps, args, kind)
         model = physics_only_model(scene)
@@ -567,24 +683,31 @@ def bench_size(sc: Any, backend: str, kind: str, n: int, args: argparse.Namespac
                 f"contacts in {100 * frac:.1f}% of steps, mean ncon {ncon:.2f}, "
                 f"mean nefc {nefc:.2f}"
             )
-        # alternate the two and keep each one's best round: the shared VM's speed drifts
-        sim_s, mj_s = float("inf"), float("inf")
+        mjw = MjWarpRun(model, qpos, qvel, box, args.seed, args.device) if args.mjwarp else None
+        # alternate the simulators and keep each one's best round: the shared VM's speed drifts
+        sim_s, mj_s, mjw_s = float("inf"), float("inf"), float("inf")
         for r in range(args.repeats):
             sim_s = min(sim_s, timed())
             seconds, mj_end = bench_mujoco(model, initial, mj_steps, args.mj_nthread, args.seed + r, box)
             mj_s = min(mj_s, seconds)
+            if mjw is not None:
+                mjw_s = min(mjw_s, mjw.timed(sim_steps))
+        if mjw is not None and mjw.overflowed():
+            print(f"  warning: MuJoCo Warp dropped contacts beyond {MJW_NCONMAX} per world at n_envs={n}")
         solver = scene.sim.rigid_solver
         finite = bool(torch.isfinite(solver.get_qpos()).all().item())
         ncon = float(solver.get_contacts()["valid_mask"].sum(-1).float().mean()) if solver.contacts else 0.0
         held = ""
-        if kind == "cube_held":  # both still hold the cube (a dropped one is a lighter load)
+        if kind == "cube_held":  # all still hold the cube (a dropped one is a lighter load)
             sim_z = cube_height(model, solver.get_qpos().cpu().numpy())
             mj_z = cube_height(model, mj_end[:, 1 : 1 + model.nq])
             up = 0.5 * HOLD_LIFT
             shares = f"sim_core {np.mean(sim_z > up):.0%}, MuJoCo {np.mean(mj_z > up):.0%}"
+            if mjw is not None:
+                shares += f", MuJoCo Warp {np.mean(cube_height(model, mjw.d.qpos.numpy()) > up):.0%}"
             held = f" | cubes above {up * 100:.0f} cm: {shares}"
     finally:
-        scene = None
+        scene = mjw = None
         sc.destroy()
     r = SizeResult(
         scene=kind,
@@ -597,10 +720,13 @@ def bench_size(sc: Any, backend: str, kind: str, n: int, args: argparse.Namespac
         mj_seconds=mj_s,
         mj_env_steps_per_s=n * mj_steps / mj_s,
         build_seconds=build_s,
+        mjw_seconds=mjw_s if args.mjwarp else None,
+        mjw_env_steps_per_s=n * sim_steps / mjw_s if args.mjwarp else None,
     )
     print(
         f"  {kind} n_envs={n}: build {build_s:.2f}s | sim_core {sim_steps} steps in {sim_s:.3f}s"
         f" (contacts per env at the end: {ncon:.1f}) | MuJoCo {mj_steps} steps in {mj_s:.3f}s{held}"
+        + (f" | MuJoCo Warp {sim_steps} steps in {mjw_s:.3f}s" if args.mjwarp else "")
         + ("" if finite else " | WARNING: non-finite sim_core qpos"),
         flush=True,
     )
@@ -630,15 +756,20 @@ def main(argv: list[str] | None = None) -> int:
             results.append(bench_size(sc, backend, kind, n, args, first=n == args.n_envs[0]))
 
     head = f"{'scene':>9} | {'n_envs':>8} | {'sim_core env-steps/s':>20} | {'MuJoCo C env-steps/s':>20} | ratio"
+    if args.mjwarp:
+        head += f" | {'MuJoCo Warp env-steps/s':>23} | ratio"
     print()
     print(f"device={args.device}, sim_core threads={sim_threads}, MuJoCo threads={args.mj_nthread}")
     print(head)
     print("-" * len(head))
     for r in results:
-        print(
+        row = (
             f"{r.scene:>9} | {r.n_envs:>8} | {fmt_rate(r.sim_env_steps_per_s):>20} | "
             f"{fmt_rate(r.mj_env_steps_per_s):>20} | {r.ratio:5.2f}x"
         )
+        if args.mjwarp:
+            row += f" | {fmt_rate(r.mjw_env_steps_per_s):>23} | {r.mjw_ratio:5.2f}x"
+        print(row)
 
     if args.png:
         from _plots import throughput_png
@@ -648,6 +779,8 @@ def main(argv: list[str] | None = None) -> int:
             rows = [r for r in results if r.scene == kind]
             series[f"sim_core, {kind}"] = [r.sim_env_steps_per_s for r in rows]
             series[f"MuJoCo C, {kind}"] = [r.mj_env_steps_per_s for r in rows]
+            if args.mjwarp:
+                series[f"MuJoCo Warp, {kind}"] = [r.mjw_env_steps_per_s for r in rows]
         throughput_png(
             args.png,
             list(args.n_envs),
@@ -673,7 +806,7 @@ def main(argv: list[str] | None = None) -> int:
                 {
                     "machine": info,
                     "args": vars(args),
-                    "sizes": [asdict(r) | {"ratio": r.ratio} for r in results],
+                    "sizes": [asdict(r) | {"ratio": r.ratio, "mjw_ratio": r.mjw_ratio} for r in results],
                     "startup": compile_res,
                 },
                 f,

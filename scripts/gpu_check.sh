@@ -21,7 +21,7 @@ XDIST=()
 if "$PY" -c "import xdist" >/dev/null 2>&1; then XDIST=(-n "$(( $(nproc) > 14 ? 14 : $(nproc) ))"); fi
 WARPGYM_TEST_DEVICE=cuda "$PY" -m pytest -q "${XDIST[@]}" tests || echo "TESTS FAILED (continuing)"
 
-echo "== benchmark, against MuJoCo C on every core of this machine (CUDA graph)"
+echo "== benchmark, against MuJoCo C on every core of this machine and MuJoCo Warp if installed (CUDA graphs)"
 "$PY" scripts/bench_sim.py --device cuda --skip-compile --n-envs 4096 16384 65536 --mj-nthread "$(nproc)" \
     --repeats 2 --png ""
 
