@@ -197,6 +197,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="rounds per size, alternating sim_core and MuJoCo; each side's best round is kept",
     )
     p.add_argument(
+        "--gpu-scratch",
+        choices=("env-minor", "env-major"),
+        default="env-minor",
+        help="layout of sim_core's contact-solver scratch on a GPU (sim_core.contact.buffers.env_minor; "
+        "env-major: each env's in one piece, to compare)",
+    )
+    p.add_argument(
         "--mjwarp",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -744,8 +751,10 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)  # the target draws on sim_core's threads (module docstring)
 
     import sim_core as sc
+    from sim_core.contact import buffers
 
-    info = machine_info(args.device)
+    buffers.GPU_SCRATCH_ENV_MINOR = args.gpu_scratch == "env-minor"
+    info = machine_info(args.device) | ({"gpu_scratch": args.gpu_scratch} if args.device == "cuda" else {})
     print("machine: " + ", ".join(f"{k}={v}" for k, v in info.items()))
     sim_threads = args.threads if args.device == "cpu" else "-"
     print(f"host threads: sim_core {sim_threads} (--threads), mujoco.rollout {args.mj_nthread} (--mj-nthread)")

@@ -25,6 +25,10 @@ echo "== benchmark, against MuJoCo C on every core of this machine and MuJoCo Wa
 "$PY" scripts/bench_sim.py --device cuda --skip-compile --n-envs 4096 16384 65536 --mj-nthread "$(nproc)" \
     --repeats 2 --png ""
 
+echo "== the contact solver's scratch env-major instead of env-minor (sim_core only, arm_cube and cube_held)"
+"$PY" scripts/bench_sim.py --device cuda --skip-compile --scene arm_cube cube_held --n-envs 16384 65536 \
+    --gpu-scratch env-major --no-mjwarp --repeats 2 --png ""
+
 echo "== env layer (cuda)"
 "$PY" scripts/bench_env.py --device cuda --n-envs 1024 4096 16384
 

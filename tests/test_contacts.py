@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sim_core as sc  # noqa: E402
 from sim_core import prefetch  # noqa: E402
+from sim_core.contact import buffers  # noqa: E402
 from sim_core.contact.frame import contact_frame  # noqa: E402
 from sim_core.transforms import quat_mul, quat_rotate  # noqa: E402
 from warpgym.ik import dls_step  # noqa: E402
@@ -375,6 +376,24 @@ def test_franka_grasps_lifts_and_holds_a_cube_in_every_env():
     assert min(r["lift_m"]) > 0.14
     assert r["slip_5s_m"] < 5e-3
     assert r["errors"] == 0
+
+
+def test_the_solver_scratch_laid_out_env_minor_steps_the_same_bits(monkeypatch):
+    """The contact solver's scratch laid out env-minor (``buffers.env_minor``, a GPU's layout: the
+    threads of a warp, one env each, read and write coalesced) steps the same bits as the device's
+    other layout (the CPU's one env's worth shared by every env; a GPU's env-major): the generated
+    step indexes through strides, and writes every scratch entry of an env before reading it."""
+    ref = random_arm_stress(n_envs=64, steps=60, seed=1)
+    made = []
+    if sc.device.type == "cpu":
+        monkeypatch.setattr(buffers, "scratch", lambda *a: made.append(a) or buffers.env_minor(*a))
+    else:
+        monkeypatch.setattr(buffers, "GPU_SCRATCH_ENV_MINOR", False)
+    other = random_arm_stress(n_envs=64, steps=60, seed=1)
+    assert sc.device.type != "cpu" or len(made) > 10  # the solver's scratch and the split's start state
+    assert ref["mean_contacts"] > 4 and ref["redone_env_steps"] > 0  # contacts, and steps redone
+    assert torch.equal(ref["state"], other["state"])
+    assert ref["contacts_outside_friction_cone"] == other["contacts_outside_friction_cone"]
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])  # seeds 1 and 3 need the adaptive split's second redo

@@ -15,6 +15,7 @@ __all__ = [
     "SCRATCH",
     "build_contact_model",
     "make_contact_data",
+    "env_minor",
     "scratch",
     "with_own_scratch",
     "vec5",
@@ -118,7 +119,7 @@ def make_contact_data(
     in the same ~25 KB, which stays in cache (1024 envs' own scratch, ~25 MB, would not). The
     arrays keep their ``(nworld, ...)`` shape there with a stride of 0 over envs; a launch shared
     among host threads gives each further thread scratch of its own (``with_own_scratch``). On a
-    GPU, where threads run at once, each env has its own."""
+    GPU, where threads run at once, each env has its own, env-minor (``env_minor``)."""
     rows = max_contacts + nlim
     z = lambda shape, dtype=wp.float32: wp.zeros(shape, dtype=dtype, device=device)  # noqa: E731
     cd = ContactData()
@@ -155,17 +156,40 @@ def _scratch_fields(rows: int, nlim: int, nv: int, nfac: int) -> dict[str, tuple
 SCRATCH = tuple(_scratch_fields(1, 1, 1, 1))
 
 
+GPU_SCRATCH_ENV_MINOR = True  # read when a scene is built; False: env-major on a GPU too (to compare)
+
+
 def scratch(shape: tuple, dtype, device: str) -> wp.array:
-    """A scratch array of ``shape`` (env first): on a GPU each env's own; on the CPU one env's
-    worth, seen by every env through a stride of 0 (``make_contact_data``; also the adaptive
-    split's start state, which on the CPU the thread that stepped an env redoes it from at once)."""
+    """A scratch array of ``shape`` (env first): on a GPU each env's own, env-minor
+    (``env_minor``); on the CPU one env's worth, seen by every env through a stride of 0
+    (``make_contact_data``; also the adaptive split's start state, which on the CPU the thread that
+    stepped an env redoes it from at once)."""
     if not wp.get_device(device).is_cpu:
-        return wp.zeros(shape, dtype=dtype, device=device)
+        return (
+            env_minor(shape, dtype, device) if GPU_SCRATCH_ENV_MINOR else wp.zeros(shape, dtype, device=device)
+        )
     one = wp.zeros((1, *shape[1:]), dtype=dtype, device=device)
-    # the view does not own its memory: its deleter frees nothing and holds ``one`` alive
-    keep = lambda ptr, size, owner=one: None  # noqa: E731
     strides = (0, *one.strides[1:])
-    return wp.array(ptr=one.ptr, dtype=dtype, shape=shape, strides=strides, device=device, deleter=keep)
+    return _view(one, shape, strides)
+
+
+def env_minor(shape: tuple, dtype, device: str) -> wp.array:
+    """Zeros of ``shape`` (env first) laid out with the env index varying fastest: element
+    ``[w, i, j]`` of envs ``w`` and ``w + 1`` are adjacent. A GPU runs one env per thread, and the
+    threads of a warp, at the same ``[i, j]`` of their envs, then read and write one contiguous run
+    of memory (coalesced) instead of one place per env a whole env's buffer apart. Indexing is
+    unchanged: only the strides differ."""
+    phys = wp.zeros((*shape[1:], shape[0]), dtype=dtype, device=device)
+    return _view(phys, shape, (phys.strides[-1], *phys.strides[:-1]))
+
+
+def _view(owner: wp.array, shape: tuple, strides: tuple) -> wp.array:
+    """A view of ``owner``'s memory with ``shape`` and ``strides`` (bytes) that keeps it alive (its
+    deleter frees nothing and holds ``owner``)."""
+    keep = lambda ptr, size, owner=owner: None  # noqa: E731
+    return wp.array(
+        ptr=owner.ptr, dtype=owner.dtype, shape=shape, strides=strides, device=owner.device, deleter=keep
+    )
 
 
 def with_own_scratch(cd: ContactData) -> ContactData:
