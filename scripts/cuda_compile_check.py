@@ -54,10 +54,10 @@ def build_models(tasks: list[str], scenes: list[str]) -> None:
             scene.step()
 
 
-def compile_all(arch: int, prefixes: tuple[str, ...] = ("",)) -> list[str]:
+def compile_all(arch: int, prefixes: tuple[str, ...] = ("",)) -> dict[str, bool]:
     """Compile every module with kernels whose name starts with one of ``prefixes`` for
-    ``sm_<arch>``; returns the names of those that failed."""
-    failed = []
+    ``sm_<arch>``; returns each module's name and whether it compiled."""
+    compiled = {}
     for module in list(user_modules.values()):
         if not module.kernels or not module.name.startswith(prefixes):
             continue
@@ -66,19 +66,20 @@ def compile_all(arch: int, prefixes: tuple[str, ...] = ("",)) -> list[str]:
             with tempfile.TemporaryDirectory() as out:
                 wp.compile_aot_module(module, arch=arch, module_dir=out)
         except Exception as e:  # report every module, then fail
-            failed.append(module.name)
+            compiled[module.name] = False
             print(f"FAILED {module.name}: {type(e).__name__}: {e}", flush=True)
             continue
+        compiled[module.name] = True
         seconds = time.perf_counter() - t0
         print(f"ok     {module.name}: {len(module.kernels)} kernels, {seconds:.1f} s", flush=True)
-    return failed
+    return compiled
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     sc.init(backend=sc.cpu)
     build_models(args.tasks, args.scenes)
-    failed = compile_all(args.arch)
+    failed = [name for name, ok in compile_all(args.arch).items() if not ok]
     verdict = f"{len(failed)} failed: {', '.join(failed)}" if failed else "every module compiled"
     print(f"sm_{args.arch}: {verdict}")
     return 1 if failed else 0

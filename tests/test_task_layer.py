@@ -162,7 +162,10 @@ def test_the_task_layer_compiles_for_a_cuda_gpu():
     wp.init()
     if 90 not in wp._src.context.runtime.nvrtc_supported_archs:
         pytest.skip("this Warp build has no NVRTC for sm_90")
-    assert _load_script("cuda_compile_check").compile_all(90, prefixes=("warpgym.", "sim_core.")) == []
+    compiled = _load_script("cuda_compile_check").compile_all(90, prefixes=("warpgym.", "sim_core."))
+    tasks = {f"warpgym.{name}" for name in ("arm", "rng", "franka_reach", "cube_kernels", "drawer_kernels")}
+    assert tasks <= set(compiled), sorted(compiled)  # every task module's kernels were among them
+    assert [name for name, ok in compiled.items() if not ok] == []
 
 
 @pytest.mark.parametrize("task", TASKS)
