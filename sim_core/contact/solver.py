@@ -32,7 +32,10 @@ step has already projected the velocities onto the limits), so contacts cannot p
   ``mu`` is the larger of the two geoms' sliding friction, as in MuJoCo. A budget spent before the
   rounds settle can leave the last normal solve with a friction impulse outside its cone (a
   contact that let go still pushing sideways, which would fling pinched cubes spinning): such impulses
-  are projected back onto the cone, and the normals solved once more.
+  are projected back onto the cone, and the normals solved once more, up to ``CONE_PASSES`` times.
+  Each normal solve can shrink a normal impulse again (a pinch whose pads shift under the friction),
+  so friction that the last pass leaves outside is projected once more without a normal solve: the
+  solve never ends with friction beyond its cone.
 
 Solution: all normal and limit rows together by an active-set method on their block of ``W``
 (``_solve_normals``: exact, so a light object between a heavy arm and the floor is held, where
@@ -119,7 +122,7 @@ INACTIVE, SOFT, CAPPED = 0, 1, 2
 SLIP_DIRECTION_MIN = 1.0e-2  # m/s: slower slip takes the radially projected stick impulse
 RIGID_REG = 1.0e-4  # regularization of rigid normal rows, relative to their diagonal of W
 STALL_ROUNDS = 1  # rounds that may fail to halve the change before the rounds stop (module docstring)
-CONE_PASSES = 4  # most rounds of projecting friction onto the final cones, then the normals again
+CONE_PASSES = 8  # most rounds of projecting friction onto the final cones, then the normals again
 FLIP_EPS = 1.0e-4  # m/s (1 um per step at dt = 0.01): float32 round-off must not flip a normal row's state
 
 
@@ -580,5 +583,7 @@ def solve_contacts(
             cone = 1
             cd.rounds[w] = rounds
             rounds = iterations
+    if cone == 1 and rounds >= iterations + CONE_PASSES:
+        _project_cones(cd, w, nc, dofs)  # the passes ran out: the cones hold, the normals as they are
     _keep_warm_start(cd, w, nc, nrow, dt)
     forget_contacts(cd, w, nrow)
