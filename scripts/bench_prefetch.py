@@ -46,7 +46,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def scene_round(kind: str, n: int, steps: int):
     """A scene of ``bench_sim.py``; returns a function that times one round (env-steps/s)."""
     args = argparse.Namespace(threads=1, warmup=200)
-    _scene, _start, _build, timed = bench_sim.bench_sim_core(sc, n, steps, args, kind)
+    _scene, _start, _build, timed, _box = bench_sim.bench_sim_core(sc, n, steps, args, kind)
     return lambda: n * steps / timed()
 
 

@@ -1,5 +1,6 @@
 """Shared fixtures: one sim_core runtime per test session, on WARPGYM_TEST_DEVICE (cpu by default)."""
 
+import importlib.util
 import os
 
 import mujoco
@@ -10,6 +11,7 @@ import torch
 import sim_core as sc
 
 ASSETS = os.path.join(os.path.dirname(__file__), "assets")
+SCRIPTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -18,6 +20,14 @@ def runtime():
     sc.init(backend=sc.gpu if device.startswith("cuda") else sc.cpu, seed=0)
     yield sc.device
     sc.destroy()
+
+
+def load_script(name: str):
+    """Import ``scripts/<name>.py`` as a module (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(SCRIPTS, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def make_scene(*morphs, n_envs=0, dt=0.01, substeps=1, gravity=(0.0, 0.0, -9.81), rigid_options=None):

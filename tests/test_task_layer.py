@@ -4,13 +4,11 @@ returned tensors stay as they were returned."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import gymnasium as gym
 import pytest
 import torch
 import warp as wp
+from conftest import load_script
 from gymnasium.vector import AutoresetMode
 from host_sync import HostSyncError, no_host_sync
 
@@ -23,14 +21,6 @@ from warpgym.rng import EnvRNG, stream_key, uniform
 MODES = list(AutoresetMode)
 TASKS = sorted(warpgym.TASKS)
 MAX_TORCH_OPS, MAX_LAUNCHES = 40, 6  # per env.step, whatever the batch size
-
-
-def _load_script(name: str):
-    path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # ---- no host-device sync ------------------------------------------------------------------------
@@ -144,7 +134,7 @@ def test_a_recorded_step_replays_the_eager_steps_bit_for_bit(task, mode):
 def test_a_step_stays_within_its_launch_and_op_budget(task):
     """At most 40 torch ops and 6 Warp launches (sim_core's included) in every counted step, in
     which some envs end and reset; counted as ``scripts/count_ops.py`` does, at two batch sizes."""
-    count_ops = _load_script("count_ops")
+    count_ops = load_script("count_ops")
     settings = [("SameStep", False), ("SameStep", True), ("NextStep", False), ("Disabled", False)]
     for n in (3, 200):  # 200: on the CPU 4 launch threads of 64 envs, shared among the host threads
         for mode, validate in settings:
@@ -162,7 +152,7 @@ def test_the_task_layer_compiles_for_a_cuda_gpu():
     wp.init()
     if 90 not in wp._src.context.runtime.nvrtc_supported_archs:
         pytest.skip("this Warp build has no NVRTC for sm_90")
-    compiled = _load_script("cuda_compile_check").compile_all(90, prefixes=("warpgym.", "sim_core."))
+    compiled = load_script("cuda_compile_check").compile_all(90, prefixes=("warpgym.", "sim_core."))
     tasks = {f"warpgym.{name}" for name in ("arm", "rng", "franka_reach", "cube_kernels", "drawer_kernels")}
     assert tasks <= set(compiled), sorted(compiled)  # every task module's kernels were among them
     assert [name for name, ok in compiled.items() if not ok] == []
