@@ -23,6 +23,9 @@ If ``panda-gym`` is installed (``pip install panda-gym``), it also runs its
 ``PandaReach-v3`` under Gymnasium's ``AsyncVectorEnv`` with ``--panda-workers`` processes (default 2)
 and random actions, and prints our env's ratio to it at every size.
 
+The script sets ``OMP_WAIT_POLICY=PASSIVE`` (unless it is set), as ``bench_sim.py`` does, so torch's
+OpenMP workers sleep rather than spin on the cores the scene steps on.
+
     python scripts/bench_env.py                        # CPU, all sizes
     python scripts/bench_env.py --n-envs 1 64 --quick
     python scripts/bench_env.py --device cuda --json out.json
@@ -33,15 +36,20 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import time
 
-import gymnasium as gym
-import numpy as np
-import torch
+# Before torch loads: its idle OpenMP workers would otherwise spin on a core after each parallel op
+# (the raw loop's target updates, parallel from 4096 envs on) and slow that loop's next steps.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import sim_core as sc
-from warpgym.franka_reach import load_reach_config
-from warpgym.vector_env import resolve_device
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import sim_core as sc  # noqa: E402
+from warpgym.franka_reach import load_reach_config  # noqa: E402
+from warpgym.vector_env import resolve_device  # noqa: E402
 
 TASK = "WarpGym/FrankaReach-v0"
 
