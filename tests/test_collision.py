@@ -151,3 +151,63 @@ def test_capsule_box_and_box_box_match_mujoco_at_the_deepest_point():
             kind = (int(m.geom_type[pair[0]]), int(m.geom_type[pair[1]]))
             compared[kind] = compared.get(kind, 0) + 1
     assert compared.keys() == {(3, 6), (6, 6)} and min(compared.values()) > 30, compared
+
+
+def _clip(poly, half):
+    """The convex polygon ``poly`` (k, 2) clipped to the rectangle |x| <= half[0], |y| <= half[1]
+    (Sutherland-Hodgman)."""
+    for axis in (0, 1):
+        for sign in (1.0, -1.0):
+            out = []
+            for a, b in zip(poly, np.roll(poly, -1, axis=0), strict=True):
+                da, db = half[axis] - sign * a[axis], half[axis] - sign * b[axis]  # >= 0: inside
+                if da >= 0:
+                    out.append(a)
+                if da * db < 0:
+                    out.append(a + (b - a) * (da / (da - db)))
+            poly = np.array(out)
+    return poly
+
+
+@pytest.mark.parametrize("below", ["box", "cube"])
+def test_box_face_contact_keeps_the_overlap_polygons_extremes(below):
+    """A 5 cm cube, yawed and offset, face to face with a 10 x 6 x 8 cm box (on it, or under it): every
+    contact is a vertex of the faces' overlap polygon, halfway into the overlap and as deep as it,
+    normal along z from the box (geom 1) to the cube; and the contacts reach as far as the polygon
+    along each diagonal of the box's face, so a large overlap keeps its extent."""
+    box, cube = np.array([0.05, 0.03, 0.04]), 0.025  # half sizes
+    scene, _ = make_scene(
+        sc.morphs.Box(size=tuple(2 * box)),
+        sc.morphs.Box(size=(2 * cube,) * 3),
+        n_envs=N,
+        rigid_options=sc.RigidOptions(contact_margin=0.0, max_contacts=16),
+    )
+    m = scene.mjmodel
+    rng = np.random.default_rng(3)
+    offset = rng.uniform(-0.03, 0.03, (N, 2))
+    yaw = rng.uniform(-0.6, 0.6, N)
+    depth = rng.uniform(0.0005, 0.003, N)
+    up = 1.0 if below == "box" else -1.0  # the cube's side of the box
+    q = np.tile(m.qpos0, (N, 1))
+    box_adr, cube_adr = m.jnt_qposadr
+    q[:, box_adr : box_adr + 7] = [0, 0, 0, 1, 0, 0, 0]
+    q[:, cube_adr : cube_adr + 2] = offset
+    q[:, cube_adr + 2] = up * (box[2] + cube - depth)
+    q[:, cube_adr + 3 : cube_adr + 7] = np.stack([np.cos(yaw / 2), 0 * yaw, 0 * yaw, np.sin(yaw / 2)], 1)
+    c = _detect(scene.sim.rigid_solver, q)
+    count, pos, dist, normal = (x.cpu().numpy() for x in (c.count, c.pos, c.dist, c.normal))
+    corners = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * cube
+    diagonals = np.array([[1, 1], [1, -1], [-1, 1], [-1, -1]])
+    for w in range(N):
+        rot = np.array([[np.cos(yaw[w]), -np.sin(yaw[w])], [np.sin(yaw[w]), np.cos(yaw[w])]])
+        polygon = _clip(corners @ rot.T + offset[w], box[:2])
+        k = count[w]
+        assert 3 <= k <= 5, f"env {w}: {k} contacts"
+        np.testing.assert_allclose(dist[w, :k], -depth[w], atol=1e-6)
+        np.testing.assert_allclose(normal[w, :k], np.tile([0, 0, up], (k, 1)), atol=1e-6)
+        np.testing.assert_allclose(pos[w, :k, 2], up * (box[2] - 0.5 * depth[w]), atol=1e-6)
+        xy = pos[w, :k, :2]
+        gap = np.linalg.norm(xy[:, None] - polygon[None], axis=2).min(axis=1)
+        assert gap.max() < 1e-6, f"env {w}: a contact {gap.max():.2e} m from every vertex of the overlap"
+        reach = (xy @ diagonals.T).max(axis=0)
+        np.testing.assert_allclose(reach, (polygon @ diagonals.T).max(axis=0), atol=1e-6)

@@ -13,100 +13,87 @@ __all__ = ["box_box", "col"]
 
 
 _mat43 = wp.types.matrix(shape=(4, 3), dtype=wp.float32)
+_HALF_HEIGHT = wp.constant(wp.vec3(1.0, 1.0, 0.5))  # a face point to halfway between it and the face
 
 
 @wp.struct
 class _Manifold:
-    """Up to five contact points of a face contact: the deepest point, and the extreme points along
-    the reference face's diagonals (so a square contact keeps its four corners), with depths."""
+    """Up to five contact points of a face contact, in the reference face's frame (u, v, height
+    above the face): the deepest point, and the extreme points along the face's diagonals (so a
+    square contact keeps its four corners)."""
 
     pos: _mat43
-    depth: wp.vec4
     score: wp.vec4
     deep_pos: wp.vec3
-    deep: float
 
 
-@wp.func
-def _manifold_add(mf: _Manifold, p: wp.vec3, pu: float, pv: float, depth: float, margin: float) -> _Manifold:
+@wp.func(inline=True)
+def _manifold_add(mf: _Manifold, p: wp.vec3, ok: bool, margin: float) -> _Manifold:
+    """Keep face point ``p`` = (u, v, height) if ``ok`` and it is within ``margin`` of the face."""
     out = mf
-    if depth < margin:
-        s = wp.vec4(pu + pv, pu - pv, -pu + pv, -pu - pv)
+    if ok and p[2] < margin:
+        s = wp.vec4(p[0] + p[1], p[0] - p[1], -p[0] + p[1], -p[0] - p[1])
         for k in range(4):
             if s[k] > out.score[k]:
                 out.score[k] = s[k]
-                out.depth[k] = depth
                 out.pos[k] = p
-        if depth < out.deep:
-            out.deep = depth
+        if p[2] < out.deep_pos[2]:
             out.deep_pos = p
     return out
 
 
 @wp.func(inline=True)
-def _edge_crossings(
-    mf: _Manifold,
-    p0: wp.vec3,
-    p1: wp.vec3,
-    fc: wp.vec3,
-    u: wp.vec3,
-    v: wp.vec3,
-    nr: wp.vec3,
-    hu: float,
-    hv: float,
-    margin: float,
-) -> _Manifold:
-    """Add the points where the incident edge p0-p1 crosses the four edge lines of the reference
-    face (center ``fc``, axes ``u``, ``v``, half sizes ``hu``, ``hv``) within that face."""
+def _edge_crossings(mf: _Manifold, p0: wp.vec3, p1: wp.vec3, hu: float, hv: float, margin: float) -> _Manifold:
+    """Add the points where the incident edge p0-p1 (face points) crosses the four edge lines of the
+    reference face (half sizes ``hu``, ``hv``) within that face."""
     out = mf
     tol = 1.0e-6
-    u0 = wp.dot(p0 - fc, u)
-    v0 = wp.dot(p0 - fc, v)
-    u1 = wp.dot(p1 - fc, u)
-    v1 = wp.dot(p1 - fc, v)
+    d = p1 - p0
     for side in range(4):
-        bound = hu
-        if side >= 2:
-            bound = hv
-        bound = bound * (2.0 * float(side & 1) - 1.0)
-        x0 = u0
-        x1 = u1
-        y0 = v0
-        y1 = v1
-        ylim = hv
-        if side >= 2:
-            x0 = v0
-            x1 = v1
-            y0 = u0
-            y1 = u1
-            ylim = hu
-        den = x1 - x0
-        if wp.abs(den) > 1.0e-12:
-            s = (bound - x0) / den
-            if s >= 0.0 and s <= 1.0:
-                y = y0 + (y1 - y0) * s
-                if wp.abs(y) <= ylim + tol:
-                    p = p0 + (p1 - p0) * s
-                    pu = wp.dot(p - fc, u)
-                    pv = wp.dot(p - fc, v)
-                    out = _manifold_add(out, p, pu, pv, wp.dot(p - fc, nr), margin)
+        a = side / 2  # the coordinate the edge line bounds (u, then v)
+        b = 1 - a
+        lim = hu
+        other = hv
+        if a == 1:
+            lim = hv
+            other = hu
+        bound = lim * (2.0 * float(side & 1) - 1.0)
+        crosses = wp.abs(d[a]) > 1.0e-12
+        s = (bound - p0[a]) / wp.where(crosses, d[a], 1.0)
+        p = p0 + d * s
+        ok = crosses and s >= 0.0 and s <= 1.0 and wp.abs(p[b]) <= other + tol
+        out = _manifold_add(out, p, ok, margin)
     return out
 
 
 @wp.func(inline=True)
 def _emit_manifold(
-    n: int, w: int, mf: _Manifold, nr: wp.vec3, flip: float, g1: int, g2: int, margin: float, out: ContactSlots
+    n: int,
+    w: int,
+    mf: _Manifold,
+    fc: wp.vec3,
+    u: wp.vec3,
+    v: wp.vec3,
+    nr: wp.vec3,
+    flip: float,
+    g1: int,
+    g2: int,
+    margin: float,
+    out: ContactSlots,
 ) -> int:
     """Write a face contact's points: the deepest (unless it is one of the extremes, as a polygon's
     deepest vertex need not be), then the distinct extremes, each halfway between the incident
-    point and the reference face, normal ``flip * nr``."""
-    if mf.deep < 1.0e29:
+    point and the reference face (center ``fc``, axes ``u``, ``v``, normal ``nr``), normal
+    ``flip * nr``."""
+    to_world = wp.transpose(wp.matrix_from_rows(u, v, nr))
+    if mf.deep_pos[2] < 1.0e29:
         extreme = int(0)
         for k2 in range(4):
             if wp.length(mf.pos[k2] - mf.deep_pos) < 1.0e-7:
                 extreme = 1
         if extreme == 0:
-            n = emit(n, w, mf.deep_pos - nr * (0.5 * mf.deep), nr * flip, mf.deep, g1, g2, margin, out)
+            p = mf.deep_pos
+            n = emit(n, w, fc + to_world * wp.cw_mul(p, _HALF_HEIGHT), nr * flip, p[2], g1, g2, margin, out)
     for k2 in range(4):
         if mf.score[k2] > -1.0e29:
             dup = int(0)
@@ -114,8 +101,8 @@ def _emit_manifold(
                 if wp.length(mf.pos[k3] - mf.pos[k2]) < 1.0e-7:
                     dup = 1
             if dup == 0:
-                d = mf.depth[k2]
-                n = emit(n, w, mf.pos[k2] - nr * (0.5 * d), nr * flip, d, g1, g2, margin, out)
+                p = mf.pos[k2]
+                n = emit(n, w, fc + to_world * wp.cw_mul(p, _HALF_HEIGHT), nr * flip, p[2], g1, g2, margin, out)
     return n
 
 
@@ -124,12 +111,12 @@ def _box_face_contacts(
     n: int,
     w: int,
     cr: wp.vec3,
-    qr: wp.quat,
+    rr: wp.mat33,
     sr: wp.vec3,
     k: int,
     nr: wp.vec3,
     ci: wp.vec3,
-    qi: wp.quat,
+    ri: wp.mat33,
     si: wp.vec3,
     flip: float,
     g1: int,
@@ -137,65 +124,65 @@ def _box_face_contacts(
     margin: float,
     out: ContactSlots,
 ) -> int:
-    """Contacts of the incident box (ci, qi, si) against face ``k`` of the reference box, whose outward
-    normal ``nr`` points toward the incident box: the vertices of the incident face clipped to the
-    reference face (incident corners inside it, reference corners inside the incident face, and edge
-    crossings), reduced to four. The contact normal is ``flip * nr`` (from geom1 to geom2)."""
+    """Contacts of the incident box (center ``ci``, rotation ``ri``, half extents ``si``) against face
+    ``k`` of the reference box (``cr``, ``rr``, ``sr``), whose outward normal ``nr`` points toward the
+    incident box: the vertices of the incident face clipped to the reference face (incident corners
+    inside it, reference corners inside the incident face, and edge crossings), reduced to four. The
+    contact normal is ``flip * nr`` (from geom1 to geom2).
+
+    The clipping runs in the reference face's frame (u, v, height along ``nr``), and every candidate
+    point is offered to the manifold with a flag rather than under a branch: Warp merges a struct
+    assigned inside a branch by copying it whole, which here would cost more than the geometry."""
     ku = (k + 1) % 3
     kv = (k + 2) % 3
     fc = cr + nr * sr[k]  # reference face center
-    u = wp.quat_rotate(qr, wp.vec3(float(ku == 0), float(ku == 1), float(ku == 2)))
-    v = wp.quat_rotate(qr, wp.vec3(float(kv == 0), float(kv == 1), float(kv == 2)))
+    u = col(rr, ku)
+    v = col(rr, kv)
     hu = sr[ku]
     hv = sr[kv]
+    to_face = wp.matrix_from_rows(u, v, nr)  # world to the face's frame
     # incident face: the face of the other box whose normal is most opposed to nr
+    ni_local = wp.transpose(ri) * nr  # nr in the incident box's frame
     j = int(0)
-    best = float(-1.0)
-    for a in range(3):
-        ax = wp.quat_rotate(qi, wp.vec3(float(a == 0), float(a == 1), float(a == 2)))
-        c = wp.abs(wp.dot(ax, nr))
-        if c > best:
-            best = c
+    for a in range(1, 3):
+        if wp.abs(ni_local[a]) > wp.abs(ni_local[j]):
             j = a
-    aj = wp.quat_rotate(qi, wp.vec3(float(j == 0), float(j == 1), float(j == 2)))
-    ni = aj
-    if wp.dot(aj, nr) > 0.0:
-        ni = -aj
-    ic = ci + ni * si[j]  # incident face center
+    sj = float(-1.0)
+    if ni_local[j] <= 0.0:
+        sj = 1.0
     j1 = (j + 1) % 3
     j2 = (j + 2) % 3
-    e1 = wp.quat_rotate(qi, wp.vec3(float(j1 == 0), float(j1 == 1), float(j1 == 2)))
-    e2 = wp.quat_rotate(qi, wp.vec3(float(j2 == 0), float(j2 == 1), float(j2 == 2)))
+    # the incident face's center, normal and half edges in the reference face's frame
+    ic = to_face * (ci + col(ri, j) * (sj * si[j]) - fc)
+    ni = to_face * col(ri, j) * sj
+    e1 = to_face * col(ri, j1)
+    e2 = to_face * col(ri, j2)
     h1 = si[j1]
     h2 = si[j2]
     tol = 1.0e-6
     mf = _Manifold()
     mf.score = wp.vec4(-1.0e30)
-    mf.deep = 1.0e30
+    mf.deep_pos = wp.vec3(0.0, 0.0, 1.0e30)
+    # incident corners in order (-,-), (+,-), (+,+), (-,+), so corner m and m + 1 share an edge
+    c0 = ic - e1 * h1 - e2 * h2
+    c1 = ic + e1 * h1 - e2 * h2
+    c2 = ic + e1 * h1 + e2 * h2
+    c3 = ic - e1 * h1 + e2 * h2
+    corners = wp.matrix_from_rows(c0, c1, c2, c3)
     for m in range(4):
+        # incident corner inside the reference face, in the order of the reference corners below
+        p = corners[m ^ (m >> 1)]
+        mf = _manifold_add(mf, p, wp.abs(p[0]) <= hu + tol and wp.abs(p[1]) <= hv + tol, margin)
+        # reference corner, projected along nr onto the incident plane, inside the incident face
         sa = 2.0 * float(m & 1) - 1.0
         sb = 2.0 * float((m >> 1) & 1) - 1.0
-        # incident corner inside the reference face
-        p = ic + e1 * (sa * h1) + e2 * (sb * h2)
-        pu = wp.dot(p - fc, u)
-        pv = wp.dot(p - fc, v)
-        if wp.abs(pu) <= hu + tol and wp.abs(pv) <= hv + tol:
-            mf = _manifold_add(mf, p, pu, pv, wp.dot(p - fc, nr), margin)
-        # reference corner, projected along nr onto the incident plane, inside the incident face
-        r = fc + u * (sa * hu) + v * (sb * hv)
-        t = wp.dot(ic - r, ni) / wp.dot(nr, ni)
-        p = r + nr * t
-        if wp.abs(wp.dot(p - ic, e1)) <= h1 + tol and wp.abs(wp.dot(p - ic, e2)) <= h2 + tol:
-            mf = _manifold_add(mf, p, sa * hu, sb * hv, t, margin)
-        # incident edge m (corner m to the next corner going around) crossing the reference edges
-        ma = 2.0 * float(((m + 1) >> 1) & 1) - 1.0  # corners in order (-,-), (+,-), (+,+), (-,+)
-        mb = 2.0 * float((m >> 1) & 1) - 1.0
-        na = 2.0 * float(((m + 2) >> 1) & 1) - 1.0
-        nb = 2.0 * float(((m + 1) >> 1) & 1) - 1.0
-        p0 = ic + e1 * (ma * h1) + e2 * (mb * h2)
-        p1 = ic + e1 * (na * h1) + e2 * (nb * h2)
-        mf = _edge_crossings(mf, p0, p1, fc, u, v, nr, hu, hv, margin)
-    return _emit_manifold(n, w, mf, nr, flip, g1, g2, margin, out)
+        r = wp.vec3(sa * hu, sb * hv, 0.0)
+        r[2] = wp.dot(ic - r, ni) / ni[2]
+        inside = wp.abs(wp.dot(r - ic, e1)) <= h1 + tol and wp.abs(wp.dot(r - ic, e2)) <= h2 + tol
+        mf = _manifold_add(mf, r, inside, margin)
+        # incident edge m crossing the reference edges
+        mf = _edge_crossings(mf, corners[m], corners[(m + 1) % 4], hu, hv, margin)
+    return _emit_manifold(n, w, mf, fc, u, v, nr, flip, g1, g2, margin, out)
 
 
 @wp.func
@@ -343,9 +330,9 @@ def box_box(
     if kind < 2:
         n0 = n
         if kind == 0:
-            n = _box_face_contacts(n, w, c1, q1, s1, idx, axis, c2, q2, s2, 1.0, g1, g2, margin, out)
+            n = _box_face_contacts(n, w, c1, r1, s1, idx, axis, c2, r2, s2, 1.0, g1, g2, margin, out)
         else:
-            n = _box_face_contacts(n, w, c2, q2, s2, idx, -axis, c1, q1, s1, -1.0, g1, g2, margin, out)
+            n = _box_face_contacts(n, w, c2, r2, s2, idx, -axis, c1, r1, s1, -1.0, g1, g2, margin, out)
         if n > n0 or best <= 0.0:
             return n
         # apart, and the faces do not overlap across the axis (boxes offset diagonally, closest at an
