@@ -5,6 +5,7 @@ Everything is validated before anything is written, so a bad call leaves the sce
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -128,7 +129,7 @@ def to_values(
             )
         batched = True
     # the sum first: one reduction; only a non-finite sum (inf/NaN, or an overflow) takes the full check
-    if check_finite and not bool(torch.isfinite(t.sum())) and not bool(torch.isfinite(t).all()):
+    if check_finite and not math.isfinite(t.sum().item()) and not bool(torch.isfinite(t).all()):
         raise InvalidValueError(f"{name}: contains NaN or inf")
     return t, batched
 
