@@ -72,9 +72,7 @@ def _emit_manifold(
     w: int,
     mf: _Manifold,
     fc: wp.vec3,
-    u: wp.vec3,
-    v: wp.vec3,
-    nr: wp.vec3,
+    to_face: wp.mat33,
     flip: float,
     g1: int,
     g2: int,
@@ -83,9 +81,10 @@ def _emit_manifold(
 ) -> int:
     """Write a face contact's points: the deepest (unless it is one of the extremes, as a polygon's
     deepest vertex need not be), then the distinct extremes, each halfway between the incident
-    point and the reference face (center ``fc``, axes ``u``, ``v``, normal ``nr``), normal
-    ``flip * nr``."""
-    to_world = wp.transpose(wp.matrix_from_rows(u, v, nr))
+    point and the reference face (center ``fc``; ``to_face``: rows u, v and the normal ``nr``),
+    normal ``flip * nr``."""
+    to_world = wp.transpose(to_face)
+    nr = to_face[2]
     if mf.deep_pos[2] < 1.0e29:
         extreme = int(0)
         for k2 in range(4):
@@ -182,7 +181,7 @@ def _box_face_contacts(
         mf = _manifold_add(mf, r, inside, margin)
         # incident edge m crossing the reference edges
         mf = _edge_crossings(mf, corners[m], corners[(m + 1) % 4], hu, hv, margin)
-    return _emit_manifold(n, w, mf, fc, u, v, nr, flip, g1, g2, margin, out)
+    return _emit_manifold(n, w, mf, fc, to_face, flip, g1, g2, margin, out)
 
 
 @wp.func
