@@ -185,13 +185,6 @@ def _box_face_contacts(
 
 
 @wp.func
-def _extent(r: wp.mat33, s: wp.vec3, axis: wp.vec3) -> float:
-    """Half-width along a unit ``axis`` of a box with half extents ``s`` and rotation ``r``."""
-    a = wp.transpose(r) * axis  # the axis in the box frame
-    return s[0] * wp.abs(a[0]) + s[1] * wp.abs(a[1]) + s[2] * wp.abs(a[2])
-
-
-@wp.func
 def col(r: wp.mat33, k: int) -> wp.vec3:
     return wp.vec3(r[0, k], r[1, k], r[2, k])
 
@@ -289,39 +282,55 @@ def box_box(
     d = c2 - c1
     r1 = wp.quat_to_matrix(q1)  # columns: the boxes' axes in the world
     r2 = wp.quat_to_matrix(q2)
+    # the 15 separations from box 2's axes in box 1's frame (rel[i, j] = a_i . b_j) and the centers'
+    # offset in each frame: a few dozen products where world axes and their extents take hundreds
+    rel = wp.transpose(r1) * r2
+    ab = wp.mat33(
+        wp.abs(rel[0, 0]), wp.abs(rel[0, 1]), wp.abs(rel[0, 2]),
+        wp.abs(rel[1, 0]), wp.abs(rel[1, 1]), wp.abs(rel[1, 2]),
+        wp.abs(rel[2, 0]), wp.abs(rel[2, 1]), wp.abs(rel[2, 2]),
+    )  # fmt: skip
+    d1 = wp.transpose(r1) * d
+    d2 = wp.transpose(r2) * d
     best = float(-1.0e30)
     kind = int(-1)  # 0: face of box 1, 1: face of box 2, 2: edge-edge
     idx = int(0)
-    axis = wp.vec3(0.0, 0.0, 1.0)
     for k in range(3):
-        a = col(r1, k)
-        sep = wp.abs(wp.dot(d, a)) - s1[k] - _extent(r2, s2, a)
+        sep = wp.abs(d1[k]) - s1[k] - (s2[0] * ab[k, 0] + s2[1] * ab[k, 1] + s2[2] * ab[k, 2])
         if sep > best:
             best = sep
             kind = 0
             idx = k
-            axis = a
     for k in range(3):
-        a = col(r2, k)
-        sep = wp.abs(wp.dot(d, a)) - s2[k] - _extent(r1, s1, a)
+        sep = wp.abs(d2[k]) - s2[k] - (s1[0] * ab[0, k] + s1[1] * ab[1, k] + s1[2] * ab[2, k])
         if sep > best + 1.0e-6:
             best = sep
             kind = 1
             idx = k
-            axis = a
+    if best >= margin:
+        return n  # a face axis separates them: the edge axes could only separate them further
     face_best = best
     for i in range(3):
+        i1 = (i + 1) % 3
+        i2 = (i + 2) % 3
         for j in range(3):
-            a = wp.cross(col(r1, i), col(r2, j))
-            length = wp.length(a)
+            # a_i x b_j in box 1's frame is e_i x rel[:, j]; box 2's extent along it takes b_j's two
+            # other axes, whose components along a_i x b_j are those of a_i along the third
+            j1 = (j + 1) % 3
+            j2 = (j + 2) % 3
+            length = wp.sqrt(rel[i1, j] * rel[i1, j] + rel[i2, j] * rel[i2, j])
             if length > 1.0e-4:
-                a = a / length
-                sep = wp.abs(wp.dot(d, a)) - _extent(r1, s1, a) - _extent(r2, s2, a)
+                reach = s1[i1] * ab[i2, j] + s1[i2] * ab[i1, j] + s2[j1] * ab[i, j2] + s2[j2] * ab[i, j1]
+                sep = (wp.abs(d1[i2] * rel[i1, j] - d1[i1] * rel[i2, j]) - reach) / length
                 if sep > best and sep > face_best + 1.0e-4:
                     best = sep
                     kind = 2
                     idx = i * 3 + j
-                    axis = a
+    axis = col(r1, idx)
+    if kind == 1:
+        axis = col(r2, idx)
+    elif kind == 2:
+        axis = wp.normalize(wp.cross(col(r1, idx / 3), col(r2, idx % 3)))
     if best >= margin:
         return n
     if wp.dot(d, axis) < 0.0:
