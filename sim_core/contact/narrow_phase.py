@@ -117,7 +117,15 @@ def _capsule_box(
     """A capsule (geom1, segment a-b, radius r1) against a box: the segment point nearest the box
     (golden-section search on the convex distance) as a sphere contact, plus each end point that is
     within the margin and apart from it, so a capsule lying on a face gets a line of support. A
-    segment further from the box's center than its bounding sphere by the margin has none."""
+    segment whose end points lie beyond one of the box's face planes by more than the radius and
+    the margin (the box's slab along that axis, widened), or further from its center than its
+    bounding sphere by that much, has none."""
+    la = wp.quat_rotate_inv(q2, a - c2)
+    lb = wp.quat_rotate_inv(q2, b - c2)
+    for k in range(3):  # the slack keeps a pair that the search would find just within the margin
+        reach = s2[k] + r1 + margin + 1.0e-6
+        if wp.min(la[k], lb[k]) > reach or wp.max(la[k], lb[k]) < -reach:
+            return n
     if wp.length(closest_on_segment(a, b, c2) - c2) - r1 - wp.length(s2) >= margin:
         return n
     lo = float(0.0)
