@@ -26,8 +26,9 @@ For each batch size ``n_envs`` (default 1, 64, 1024, 4096, 16384):
   drives the env into: the warm-up closes the pads on the cube (joint targets from inverse
   kinematics: above it, down, close, lift it 10 cm) and then, like every timed step, draws the
   arm's targets uniformly within 0.02 rad of the pose that holds it, the fingers' targets shut.
-  It times at most 100 steps (1 s) per round, over which both simulators keep every cube held (the
-  run prints the share each still holds).
+  It times at most 100 steps (1 s) per round, over which sim_core keeps every cube held and MuJoCo
+  most of them (its soft friction lets some slip, depending on the round's targets; the run prints
+  the share each still holds).
 * **MuJoCo C reference**: ``mujoco.rollout`` on the SAME compiled model (``scene.mjmodel``: same
   timestep = dt / substeps, same integrator; minus its visual-only geoms, which only pictures use)
   from the ``n_envs`` states sim_core's warm-up left (each env's qpos and qvel, so both simulate
