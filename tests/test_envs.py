@@ -107,6 +107,32 @@ def test_episode_statistics_sum_the_rewards():
     assert info["episode"]["success"].dtype == torch.bool
 
 
+def test_gymnasiums_numpy_vector_wrappers_stack_on_the_env():
+    """Gymnasium's vector wrappers compute in NumPy: through ``ArrayConversion`` (torch to NumPy) they
+    stack on the env, and ``RecordEpisodeStatistics`` (under another key than the env's own
+    ``episode``) counts the same returns and lengths as the env."""
+    from gymnasium.wrappers import vector as vw
+
+    env = reach(4, max_episode_steps=5, autoreset_mode="NextStep")
+    numpy_env = vw.ArrayConversion(env, env_xp=torch, target_xp=np, env_device=sc.device)
+    stats = vw.RecordEpisodeStatistics(numpy_env, stats_key="wrapper")
+    wrapped = vw.NormalizeReward(vw.NormalizeObservation(vw.ClipAction(stats)))
+    obs, _ = wrapped.reset(seed=0)
+    rng = np.random.default_rng(0)
+    checked = 0
+    for _ in range(12):
+        obs, reward, _, _, info = wrapped.step(rng.uniform(-2.0, 2.0, (4, 7)).astype(np.float32))
+        assert isinstance(obs, np.ndarray) and obs.shape == (4, 30) and np.isfinite(obs).all()
+        assert isinstance(reward, np.ndarray) and reward.shape == (4,) and np.isfinite(reward).all()
+        if "wrapper" in info:
+            ended = info["_wrapper"]
+            assert np.array_equal(ended, info["_episode"])
+            np.testing.assert_allclose(info["wrapper"]["r"][ended], info["episode"]["r"][ended], rtol=1e-5)
+            assert (info["wrapper"]["l"][ended] == info["episode"]["l"][ended]).all()
+            checked += int(ended.sum())
+    assert checked == 8  # every env's first two episodes
+
+
 def test_actions_outside_the_space_are_clipped():
     a, b = reach(2), reach(2)
     a.reset(seed=0)
