@@ -326,10 +326,13 @@ def box_box(
                     best = sep
                     kind = 2
                     idx = i * 3 + j
-    axis = col(r1, idx)
-    if kind == 1:
+    # each kind reads its own axes: an edge pair's idx (0-8) is no column index, and reading past a
+    # matrix's end would let the compiler assume idx < 3 everywhere
+    if kind == 0:
+        axis = col(r1, idx)
+    elif kind == 1:
         axis = col(r2, idx)
-    elif kind == 2:
+    else:
         axis = wp.normalize(wp.cross(col(r1, idx / 3), col(r2, idx % 3)))
     if best >= margin:
         return n
