@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import warp as wp
 
-from .geometry import ContactSlots, closest_in_box, emit, segments_closest_t
+from .geometry import ContactSlots, emit, segments_closest_t
+from .pairs import BOX, MOST_CONTACTS
 
 wp.set_module_options({"enable_backward": False, "optimization_level": 3})
 
@@ -189,33 +190,141 @@ def col(r: wp.mat33, k: int) -> wp.vec3:
     return wp.vec3(r[0, k], r[1, k], r[2, k])
 
 
-@wp.func(inline=True)
-def _boxes_apart(
-    n: int,
-    w: int,
-    c1: wp.vec3,
-    q1: wp.quat,
-    s1: wp.vec3,
-    c2: wp.vec3,
-    q2: wp.quat,
-    s2: wp.vec3,
-    g1: int,
-    g2: int,
-    margin: float,
-    out: ContactSlots,
+APART_ITERATIONS = 64  # most rounds of alternating projection between separated boxes
+APART_STILL = 1.0e-7  # m: the projection has converged once a round moves its points less than this
+APART_TOL = 1.0e-6  # m: a distance this much above the boxes' separation along the best axis is not it
+MOST = MOST_CONTACTS[(BOX, BOX)]  # contacts a box pair may emit (the budget is sized by it)
+
+
+@wp.func
+def _clamp_to(x: wp.vec3, s: wp.vec3) -> wp.vec3:
+    return wp.vec3(wp.clamp(x[0], -s[0], s[0]), wp.clamp(x[1], -s[1], s[1]), wp.clamp(x[2], -s[2], s[2]))
+
+
+@wp.func
+def _feature_step(
+    c1: wp.vec3, r1: wp.mat33, s1: wp.vec3, x: wp.vec3, c2: wp.vec3, r2: wp.mat33, s2: wp.vec3, y: wp.vec3
+):
+    """A step of the closest points ``x`` (box 1's coordinates) and ``y`` (box 2's) of an active-set
+    method: the coordinates at a bound stay, and the others (at most three: an edge and an edge, a
+    corner and a face, ...) move toward the closest points of the two features they span (least
+    squares) until one reaches its bound. Unchanged where more than three are free or the features
+    are nearly parallel."""
+    free = int(0)
+    for i in range(3):
+        if wp.abs(x[i]) < s1[i]:
+            free += 1
+        if wp.abs(y[i]) < s2[i]:
+            free += 1
+    if free == 0 or free > 3:
+        return x, y
+    dirs = wp.mat33(0.0)  # row k: the world direction of unknown k
+    now = wp.vec3(0.0)  # the unknowns' current values
+    bound = wp.vec3(1.0)  # and their bounds (half extents)
+    at1 = wp.vec3i(-1)  # the unknown of each coordinate (-1: held at its bound)
+    at2 = wp.vec3i(-1)
+    gap = c1 - c2  # p1 - p2 with every unknown at 0
+    k = int(0)
+    for i in range(3):
+        if wp.abs(x[i]) < s1[i]:
+            dirs[k] = col(r1, i)
+            now[k] = x[i]
+            bound[k] = s1[i]
+            at1[i] = k
+            k += 1
+        else:
+            gap += col(r1, i) * x[i]
+    for j in range(3):
+        if wp.abs(y[j]) < s2[j]:
+            dirs[k] = -col(r2, j)
+            now[k] = y[j]
+            bound[k] = s2[j]
+            at2[j] = k
+            k += 1
+        else:
+            gap -= col(r2, j) * y[j]
+    gram = dirs * wp.transpose(dirs)
+    for a in range(k, 3):
+        gram[a, a] = 1.0
+    if wp.determinant(gram) < 1.0e-6:
+        return x, y
+    best = -(wp.inverse(gram) * (dirs * gap))
+    # toward the features' closest points until the first unknown reaches its bound (the distance
+    # falls all the way: it is convex, least at ``best``)
+    t = float(1.0)
+    for a in range(k):
+        if best[a] > bound[a]:
+            t = wp.min(t, (bound[a] - now[a]) / (best[a] - now[a]))
+        elif best[a] < -bound[a]:
+            t = wp.min(t, (-bound[a] - now[a]) / (best[a] - now[a]))
+    u = _clamp_to(now + (best - now) * t, bound)
+    xs = x
+    ys = y
+    for i in range(3):
+        if at1[i] >= 0:
+            xs[i] = u[at1[i]]
+        if at2[i] >= 0:
+            ys[i] = u[at2[i]]
+    return xs, ys
+
+
+@wp.func
+def _closest_points(
+    start: wp.vec3, c1: wp.vec3, r1: wp.mat33, s1: wp.vec3, c2: wp.vec3, r2: wp.mat33, s2: wp.vec3
+):
+    """The closest points (on box 1, on box 2) of two separated boxes from ``start`` (a point of box
+    2), and whether they converged: alternating projection, which between convex sets converges to
+    them but creeps along nearly parallel edges, every fourth round a ``_feature_step`` (kept where
+    it brings the points nearer). Not converged, the points are still the boxes', nearer than at
+    the start."""
+    y = wp.transpose(r2) * (start - c2)  # coordinates in box 2's frame, x in box 1's
+    p2 = start
+    x = _clamp_to(wp.transpose(r1) * (p2 - c1), s1)
+    p1 = c1 + r1 * x
+    converged = bool(False)
+    for it in range(APART_ITERATIONS):
+        y = _clamp_to(wp.transpose(r2) * (p1 - c2), s2)
+        q2 = c2 + r2 * y
+        x = _clamp_to(wp.transpose(r1) * (q2 - c1), s1)
+        q1 = c1 + r1 * x
+        moved = wp.length(q2 - p2) + wp.length(q1 - p1)
+        p1 = q1
+        p2 = q2
+        if moved < APART_STILL:
+            converged = True
+            break
+        if it % 4 == 3:
+            xs, ys = _feature_step(c1, r1, s1, x, c2, r2, s2, y)
+            a = c1 + r1 * xs
+            b = c2 + r2 * ys
+            if wp.length(b - a) < wp.length(p2 - p1):
+                x = xs
+                y = ys
+                p1 = a
+                p2 = b
+    return p1, p2, converged
+
+
+@wp.func
+def _apart_contact(
+    n: int, w: int, p1: wp.vec3, p2: wp.vec3, g1: int, g2: int, margin: float, out: ContactSlots
 ) -> int:
-    """The contact of two separated boxes from their closest points, found by alternating
-    projection (convex sets: it converges)."""
-    p2 = c2
-    p1 = c1
-    for _it in range(16):
-        p1 = closest_in_box(p2, c1, q1, s1)
-        p2 = closest_in_box(p1, c2, q2, s2)
+    """The contact of separated boxes whose closest points are ``p1`` (box 1) and ``p2`` (box 2),
+    into slot ``n``."""
     gap = p2 - p1
     dist = wp.length(gap)
     if dist < 1.0e-9:
         return n
     return emit(n, w, 0.5 * (p1 + p2), gap / dist, dist, g1, g2, margin, out)
+
+
+@wp.func
+def _nearest(w: int, n0: int, n: int, out: ContactSlots) -> float:
+    """The smallest distance of env ``w``'s contacts ``n0`` to ``n`` (those within the budget); 1e30 if none."""
+    near = float(1.0e30)
+    for c in range(n0, wp.min(n, out.pos.shape[1])):
+        near = wp.min(near, out.dist[w, c])
+    return near
 
 
 @wp.func
@@ -256,6 +365,12 @@ def _edge_edge_contact(
     st = segments_closest_t(p1 - ei, p1 + ei, p2 - ej, p2 + ej)
     pa = p1 - ei + ei * (2.0 * st[0])
     pb = p2 - ej + ej * (2.0 * st[1])
+    if best > 0.0 and wp.length(pb - pa) > best + APART_TOL:
+        # apart, and the edges' closest points lie at an end of one: the boxes' closest points are
+        # elsewhere (a corner against an edge or a face), farther apart than the separation
+        ca, cb, exact = _closest_points(pb, c1, r1, s1, c2, r2, s2)
+        if exact:  # else the separation, which is never more than the distance, stands
+            return _apart_contact(n, w, ca, cb, g1, g2, margin, out)
     return emit(n, w, 0.5 * (pa + pb), axis, best, g1, g2, margin, out)
 
 
@@ -278,7 +393,13 @@ def box_box(
     RTCD 4.4). The axis of largest separation (least penetration) decides the contact: a face axis
     clips the other box's face against that face (up to 4 points), an edge-edge axis gives the
     closest points of the two edges. Face axes are preferred unless an edge axis separates more by
-    a small tolerance, which keeps resting face contacts from flickering to edge contacts."""
+    a small tolerance, which keeps resting face contacts from flickering to edge contacts.
+
+    Boxes apart by less than the margin (speculative contacts, whose distance is how far they may
+    close in a step) have the separation along that axis only as a lower bound of their distance:
+    where the face points or the two edges do not reach it, the boxes' closest points
+    (``_closest_points``) give the contact at their distance (or, where those have not converged,
+    the separation stands: short, never long)."""
     d = c2 - c1
     r1 = wp.quat_to_matrix(q1)  # columns: the boxes' axes in the world
     r2 = wp.quat_to_matrix(q2)
@@ -344,9 +465,18 @@ def box_box(
             n = _box_face_contacts(n, w, c1, r1, s1, idx, axis, c2, r2, s2, 1.0, g1, g2, margin, out)
         else:
             n = _box_face_contacts(n, w, c2, r2, s2, idx, -axis, c1, r1, s1, -1.0, g1, g2, margin, out)
-        if n > n0 or best <= 0.0:
+        if best <= 0.0:
             return n
-        # apart, and the faces do not overlap across the axis (boxes offset diagonally, closest at an
-        # edge or corner)
-        return _boxes_apart(n, w, c1, q1, s1, c2, q2, s2, g1, g2, margin, out)
+        # apart: the face points are at their own distances, but the boxes' closest points may lie
+        # outside the faces' overlap (boxes offset diagonally, closest at an edge or a corner)
+        near = _nearest(w, n0, n, out)
+        if near <= best + APART_TOL:
+            return n
+        p1, p2, _exact = _closest_points(c2, c1, r1, s1, c2, r2, s2)
+        if wp.length(p2 - p1) >= near - APART_TOL:
+            return n
+        if n - n0 < MOST:
+            return _apart_contact(n, w, p1, p2, g1, g2, margin, out)
+        _apart_contact(n0, w, p1, p2, g1, g2, margin, out)  # in place of the face contact's nearest point
+        return n
     return _edge_edge_contact(n, w, c1, r1, s1, c2, r2, s2, idx, axis, best, g1, g2, margin, out)

@@ -15,7 +15,6 @@ __all__ = [
     "emit",
     "closest_on_segment",
     "segments_closest_t",
-    "closest_in_box",
     "deepest",
     "copy_contacts",
     "make_slots",
@@ -86,16 +85,6 @@ def segments_closest_t(a0: wp.vec3, a1: wp.vec3, b0: wp.vec3, b1: wp.vec3) -> wp
         t = 1.0
         s = wp.clamp((bb - c) / wp.max(aa, 1.0e-20), 0.0, 1.0)
     return wp.vec2(s, t)
-
-
-@wp.func
-def closest_in_box(p: wp.vec3, c: wp.vec3, q: wp.quat, s: wp.vec3) -> wp.vec3:
-    """The point of the box (center c, orientation q, half extents s) nearest to ``p``."""
-    local = wp.quat_rotate_inv(q, p - c)
-    clamped = wp.vec3(
-        wp.clamp(local[0], -s[0], s[0]), wp.clamp(local[1], -s[1], s[1]), wp.clamp(local[2], -s[2], s[2])
-    )
-    return c + wp.quat_rotate(q, clamped)
 
 
 @wp.func
