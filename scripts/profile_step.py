@@ -65,7 +65,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def task_driver(args):
-    """The task's solver, one env step per call (after ``--warmup-steps`` of them) and a label."""
+    """The task's solver, one env step per call (after ``--warmup-steps`` of them), a label, and the
+    steps over which to count the contact load: an episode's (the envs start their episodes
+    together, so fewer steps would see some phases of an episode only)."""
     env, policy = make_env(args)
     obs = [env.reset(seed=0)[0]]
 
@@ -75,18 +77,20 @@ def task_driver(args):
     for _ in range(args.warmup_steps):
         advance()
     driven = f"policy of {args.checkpoint}" if args.checkpoint else "random actions"
-    return env.unwrapped.scene.sim.rigid_solver, advance, f"{env.spec.id if env.spec else args.task}, {driven}"
+    label = f"{env.spec.id if env.spec else args.task}, {driven}"
+    return env.unwrapped.scene.sim.rigid_solver, advance, label, env.unwrapped.max_episode_steps
 
 
 def scene_driver(args):
     """A ``bench_sim.py`` scene's solver, one step per call with fresh random joint targets (on one
-    host thread, as ``bench_sim.py`` runs it by default; after its warm-up) and a label."""
+    host thread, as ``bench_sim.py`` runs it by default; after its warm-up), a label and the steps
+    over which to count the contact load."""
     from bench_sim import build_scene, drive, warm_up
 
     torch.manual_seed(0)
     scene, franka = build_scene(sc, args.scene, args.n_envs, threads=1)
     advance = warm_up(scene, franka, drive(args.scene, scene.mjmodel, 200), args.n_envs, sc.device)
-    return scene.sim.rigid_solver, advance, f"scene {args.scene}, random joint targets"
+    return scene.sim.rigid_solver, advance, f"scene {args.scene}, random joint targets", CONTACT_LOAD_STEPS
 
 
 def make_env(args) -> tuple[gym.vector.VectorEnv, object]:
@@ -245,7 +249,7 @@ def report(counts: dict[int, int], chains, stage_at: list[str], top: int, ns_per
             print(f"  {v / total:6.1%}  {f'{v * ns_per_sample:6.0f}  ' if per_env else ''}{k}")
 
 
-CONTACT_LOAD_STEPS = 20
+CONTACT_LOAD_STEPS = 20  # steps of a scene over which the contact load is counted
 
 
 def contact_load(solver, advance, steps: int = CONTACT_LOAD_STEPS) -> str:
@@ -276,7 +280,7 @@ def main(argv=None) -> int:
     sim_core.step.cpu_compiler_flags = lambda: flags() + LINE_TABLES
     torch.set_num_threads(1)
     sc.init(backend=sc.cpu)
-    solver, advance, label = (scene_driver if args.scene else task_driver)(args)
+    solver, advance, label, load_steps = (scene_driver if args.scene else task_driver)(args)
     entry, obj, py = step_kernel_location(solver)
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "perf.data"
@@ -300,7 +304,7 @@ def main(argv=None) -> int:
     chains = inline_chains(obj, sorted(counts))
     cpp = obj.with_name(obj.name.split(".cpu")[0] + ".cpp")
     report(counts, chains, stage_of_lines(cpp, py), args.top, ns_per_sample)
-    print(f"\ncontact load over {CONTACT_LOAD_STEPS} more steps: {contact_load(solver, advance)}")
+    print(f"\ncontact load over {load_steps} more steps: {contact_load(solver, advance, load_steps)}")
     return 0
 
 
