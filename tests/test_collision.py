@@ -63,6 +63,18 @@ def _random_poses(m, rng):
     return q
 
 
+def _poses_in_cube(m, n, half, rng):
+    """``n`` poses of the free bodies: centers uniform in the cube of half side ``half`` (m) about the
+    origin, uniformly random orientations."""
+    q = np.tile(m.qpos0, (n, 1))
+    for j in range(m.njnt):
+        a = m.jnt_qposadr[j]
+        q[:, a : a + 3] = rng.uniform(-half, half, (n, 3))
+        quat = rng.normal(size=(n, 4))
+        q[:, a + 3 : a + 7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    return q
+
+
 def test_contacts_match_mujoco_for_the_implemented_pairs():
     scene, _ = _scene()
     m = scene.mjmodel
@@ -129,13 +141,7 @@ def test_capsule_box_and_box_box_match_mujoco_at_the_deepest_point(margin):
     m.geom_margin[:] = margin / 2  # MuJoCo adds the two geoms' margins
     kinds = {(3, 6), (6, 6)} if margin == 0.0 else {(3, 6)}  # (capsule, box), (box, box)
     plan = CollisionPlan.build(m, _wp_device(), n)
-    rng = np.random.default_rng(1)
-    q = np.tile(m.qpos0, (n, 1))
-    for j in range(m.njnt):
-        a = m.jnt_qposadr[j]
-        q[:, a : a + 3] = rng.uniform(-0.09, 0.09, (n, 3))
-        quat = rng.normal(size=(n, 4))
-        q[:, a + 3 : a + 7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    q = _poses_in_cube(m, n, 0.09, np.random.default_rng(1))
     c = _detect(scene.sim.rigid_solver, q)
     count, geom, dist, normal = (x.cpu().numpy() for x in (c.count, c.geom, c.dist, c.normal))
     d = mujoco.MjData(m)
@@ -174,13 +180,7 @@ def test_separated_boxes_within_the_margin_are_at_their_distance():
         rigid_options=sc.RigidOptions(contact_margin=margin, max_contacts=16),
     )
     m = scene.mjmodel
-    rng = np.random.default_rng(3)
-    q = np.tile(m.qpos0, (n, 1))
-    for j in range(m.njnt):
-        a = m.jnt_qposadr[j]
-        q[:, a : a + 3] = rng.uniform(-0.1, 0.1, (n, 3))
-        quat = rng.normal(size=(n, 4))
-        q[:, a + 3 : a + 7] = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+    q = _poses_in_cube(m, n, 0.1, np.random.default_rng(3))
     c = _detect(scene.sim.rigid_solver, q)
     count, dist, normal = (x.cpu().numpy() for x in (c.count, c.dist, c.normal))
     d = mujoco.MjData(m)
