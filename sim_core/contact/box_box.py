@@ -198,6 +198,7 @@ MOST = MOST_CONTACTS[(BOX, BOX)]  # contacts a box pair may emit (the budget is 
 
 @wp.func
 def _clamp_to(x: wp.vec3, s: wp.vec3) -> wp.vec3:
+    """``x`` clamped to the box ``[-s, s]``."""
     return wp.vec3(wp.clamp(x[0], -s[0], s[0]), wp.clamp(x[1], -s[1], s[1]), wp.clamp(x[2], -s[2], s[2]))
 
 
