@@ -127,8 +127,8 @@ def test_budget_overflow_is_counted_per_env():
 def test_capsule_box_and_box_box_match_mujoco_at_the_deepest_point(margin):
     """For every pair MuJoCo finds touching (shallow contacts, as in simulation), sim_core finds it
     too, with the same smallest distance and the same normal there; and no contacts MuJoCo lacks.
-    With a contact margin, the same for the capsule-box pairs apart by less than it (MuJoCo's
-    box-box reports fewer separated pairs than sim_core's)."""
+    With a contact margin, the same for the capsule-box pairs apart by less than it; box pairs apart
+    are checked against their distance in the next test (MuJoCo's box-box reports fewer of them)."""
     n = 1000
     scene, _ = make_scene(
         sc.morphs.Capsule(radius=0.03, length=0.12),

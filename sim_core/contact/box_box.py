@@ -278,9 +278,8 @@ def _closest_points(
     them but creeps along nearly parallel edges, every fourth round a ``_feature_step`` (kept where
     it brings the points nearer). Not converged, the points are still the boxes', nearer than at
     the start."""
-    y = wp.transpose(r2) * (start - c2)  # coordinates in box 2's frame, x in box 1's
     p2 = start
-    x = _clamp_to(wp.transpose(r1) * (p2 - c1), s1)
+    x = _clamp_to(wp.transpose(r1) * (p2 - c1), s1)  # coordinates in box 1's frame, y in box 2's
     p1 = c1 + r1 * x
     converged = bool(False)
     for it in range(APART_ITERATIONS):
@@ -415,7 +414,7 @@ def box_box(
     d1 = wp.transpose(r1) * d
     d2 = wp.transpose(r2) * d
     best = float(-1.0e30)
-    kind = int(-1)  # 0: face of box 1, 1: face of box 2, 2: edge-edge
+    kind = int(0)  # 0: face of box 1, 1: face of box 2, 2: edge-edge
     idx = int(0)
     for k in range(3):
         sep = wp.abs(d1[k]) - s1[k] - (s2[0] * ab[k, 0] + s2[1] * ab[k, 1] + s2[2] * ab[k, 2])
