@@ -179,8 +179,13 @@ class SharedLaunch:
 def run_jobs(jobs: Sequence[Callable[[], None]]) -> None:
     """Run ``jobs`` at once, the first on the calling thread and the others on the process's worker
     threads; return once all have finished, re-raising the first error. Jobs that run jobs (a shared
-    launch inside one) run theirs one after another on their own thread: the workers are taken."""
-    if len(jobs) == 1 or getattr(_state, "in_job", False):
+    launch inside one) run theirs one after another on their own thread: the workers are taken.
+
+    Under Warp's debug build (``wp.config.mode == "debug"``) the jobs run one after another on the
+    calling thread: there a CPU kernel's exit checks its tile storage through a pointer that Warp
+    keeps in one static variable per module (on x86-64), which a kernel launched at the same time
+    on another thread overwrites. The release build only writes that pointer."""
+    if len(jobs) == 1 or getattr(_state, "in_job", False) or wp.config.mode == "debug":
         errors = []
         for job in jobs:
             try:
