@@ -128,6 +128,7 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         self.autoreset_mode = mode
         self.metadata = {**type(self).metadata, "autoreset_mode": mode}
         self.validate_actions = validate_actions
+        seed = _check_seed(seed)
         if seed is None:  # as Gymnasium: unseeded means fresh entropy; pass a seed to repeat a run
             seed = int(np.random.SeedSequence().entropy % (2**62))
         self.rng = EnvRNG(self.num_envs, self.device, seed, int(first_env))
@@ -203,6 +204,8 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         Returns ``(obs, infos)``; ``infos`` is empty. The other envs' observations are the ones last
         returned.
         """
+        self._check_open("reset")
+        seed = _check_seed(seed)
         options = dict(options or {})
         mask = options.pop("reset_mask", None)
         if options:
@@ -221,6 +224,7 @@ class WarpVectorEnv(gym.vector.VectorEnv):
 
     def step(self, actions):
         """Advance every env by one control step; see the module docstring for autoreset."""
+        self._check_open("step")
         self._action.copy_(self._check_action(actions))
         self._apply_action()
         same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
@@ -385,6 +389,10 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         infos.update(_with_masks(step_info, shown))
         return reward, terminated, truncated, infos
 
+    def _check_open(self, call: str) -> None:
+        if self.closed:
+            raise RuntimeError(f"{call}: the env is closed; make a new one")
+
     def _check_mask(self, mask, name: str = "options['reset_mask']") -> torch.Tensor:
         if isinstance(mask, np.ndarray):
             mask = torch.from_numpy(mask)
@@ -427,6 +435,18 @@ class WarpVectorEnv(gym.vector.VectorEnv):
         ):
             raise ValueError("actions: contain NaN or inf")
         return actions  # cast to float32 by the copy into the action buffer, clipped by the kernel
+
+
+def _check_seed(seed) -> int | None:
+    """``seed`` as a Python int (any integer, Python or NumPy), or None."""
+    if seed is None:
+        return None
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(
+            f"seed: expected an integer or None, got {type(seed).__name__} {seed!r}; one seed seeds "
+            f"every env (env e draws from the streams of (seed, e))"
+        )
+    return int(seed)
 
 
 def _is_int(dtype: torch.dtype) -> bool:

@@ -161,6 +161,23 @@ def test_bad_actions_name_the_expected_shape():
             env.step(np.zeros((2, 7), dtype=np.float32))
 
 
+def test_bad_seeds_and_a_closed_env_are_errors():
+    env = reach(2)
+    first, _ = env.reset(seed=np.int64(4))  # NumPy integers are integers
+    for seed in (1.5, True, "4", [4, 5]):
+        with pytest.raises(TypeError, match=rf"seed: expected an integer or None, got {type(seed).__name__}"):
+            env.reset(seed=seed)
+    with pytest.raises(TypeError, match="seed: expected an integer"):
+        reach(2, seed=[1, 2])
+    again, _ = env.reset(seed=4)
+    assert torch.equal(first, again)
+    env.close()
+    with pytest.raises(RuntimeError, match="step: the env is closed"):
+        env.step(torch.zeros(2, 7, device=sc.device))
+    with pytest.raises(RuntimeError, match="reset: the env is closed"):
+        env.reset()
+
+
 def test_device_mismatch_is_an_error():
     other = "cuda" if sc.device.type == "cpu" else "cpu"
     with pytest.raises(ValueError, match="one device per process|already runs on"):
