@@ -122,13 +122,13 @@ class WarpVectorEnv(gym.vector.VectorEnv):
             ) from None
         if isinstance(first_env, bool) or int(first_env) != first_env or first_env < 0:
             raise ValueError(f"first_env: expected an integer >= 0, got {first_env!r}")
+        seed = _check_seed(seed)
         self.num_envs = int(num_envs)
         self.device = resolve_device(device)
         self.max_episode_steps = int(max_episode_steps)
         self.autoreset_mode = mode
         self.metadata = {**type(self).metadata, "autoreset_mode": mode}
         self.validate_actions = validate_actions
-        seed = _check_seed(seed)
         if seed is None:  # as Gymnasium: unseeded means fresh entropy; pass a seed to repeat a run
             seed = int(np.random.SeedSequence().entropy % (2**62))
         self.rng = EnvRNG(self.num_envs, self.device, seed, int(first_env))

@@ -162,18 +162,21 @@ def test_bad_actions_name_the_expected_shape():
 
 
 def test_bad_seeds_and_a_closed_env_are_errors():
+    """A seed that is not an integer is refused before it changes anything; a closed env refuses."""
     env = reach(2)
-    first, _ = env.reset(seed=np.int64(4))  # NumPy integers are integers
+    zeros = torch.zeros(2, 7, device=sc.device)
+    env.reset(seed=np.int64(4))  # NumPy integers are integers
     for seed in (1.5, True, "4", [4, 5]):
         with pytest.raises(TypeError, match=rf"seed: expected an integer or None, got {type(seed).__name__}"):
             env.reset(seed=seed)
+    after_refusals = env.step(zeros)[0]
+    env.reset(seed=4)
+    assert torch.equal(env.step(zeros)[0], after_refusals)
     with pytest.raises(TypeError, match="seed: expected an integer"):
         reach(2, seed=[1, 2])
-    again, _ = env.reset(seed=4)
-    assert torch.equal(first, again)
     env.close()
     with pytest.raises(RuntimeError, match="step: the env is closed"):
-        env.step(torch.zeros(2, 7, device=sc.device))
+        env.step(zeros)
     with pytest.raises(RuntimeError, match="reset: the env is closed"):
         env.reset()
 
