@@ -203,6 +203,10 @@ def pick_place_reward(k: CubeTask, t: Terms):
     g = wp.where(t.grasped, 1.0, 0.0)
     r = k.reach * closeness(wp.length(t.cube - t.ee), k.reach_std) + k.grasp * g
     r += k.place * g * closeness(d_goal, k.place_std)
+    rest_z = 0.5 * t.size
+    span = t.goal[2] - rest_z
+    rise = wp.where(span > 1.0e-3, wp.clamp((t.cube[2] - rest_z) / wp.max(span, 1.0e-3), 0.0, 1.0), 1.0)
+    r += k.lift * g * rise
     r += k.rest * wp.where(placed, 1.0, 0.0) * closeness(speed, k.rest_std)
     r += k.success_bonus * wp.where(success, 1.0, 0.0) + penalties(k.action_rate, k.joint_vel, t.rate, t.qd2)
     return r, success, t.hold, d_goal

@@ -48,7 +48,8 @@ Rewards per control step, weights in ``configs/franka_lift.toml`` / ``franka_pus
     push: reach * t(d_ee_behind, reach_std) + push * t(d_cube_goal, push_std) + lifted * lifted
           + success_bonus * success + action_rate * |a - a_prev|^2 + joint_vel * |qd|^2
     pick-place: reach * t(d_ee_cube, reach_std) + grasp * grasped
-          + place * grasped * t(d_cube_goal, place_std) + rest * placed * t(|qd|, rest_std)
+          + place * grasped * t(d_cube_goal, place_std) + lift * grasped * rise
+          + rest * placed * t(|qd|, rest_std)
           + success_bonus * success + action_rate * |a - a_prev|^2 + joint_vel * |qd|^2
     stack: not placed: reach * t(d_ee_cube, reach_std) + grasp * grasped
                        + place * grasped * t(d_cube_goal, place_std)
@@ -61,6 +62,8 @@ least 0.5 N along the fingers' closing direction and within 60 degrees of it, at
 pads pressing down on its top do not count).
 ``progress``: the cube's rise toward ``lift_margin`` above the goal height, clipped to [0, 1] (a
 policy paid up to the goal height alone hovers right at it, and a millimetre of sag fails it).
+``rise``: pick-place, the cube's rise from resting toward the goal's height, clipped to [0, 1] (1 for
+a goal on the floor): the place term alone teaches the high goals last, its pull fading with distance.
 ``d_ee_behind``: from the end effector to the point just behind the cube on the side away from the
 goal, at its height.
 ``placed``: pick-place, the cube's centre within ``goal_radius`` of the goal; stack, the cube on B
@@ -135,7 +138,7 @@ class RewardConfig:
     joint_vel: float  # weight of |qd|^2, per (rad/s)^2
     success_bonus: float  # added on every step that is a success
     grasp: float = 0.0  # lift: weight of grasped
-    lift: float = 0.0  # lift: weight of grasped * progress
+    lift: float = 0.0  # lift: weight of grasped * progress; pick-place: of grasped * rise
     lift_margin: float = 0.0  # lift: progress is full this far above the goal height, m
     push: float = 0.0  # push: weight of t(d_cube_goal, push_std)
     push_std: float = 0.1  # m

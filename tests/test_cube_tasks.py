@@ -156,10 +156,11 @@ def test_pick_place_reward_terms_and_success_on_hand_built_states():
     env = gym.make_vec(PICK_PLACE, num_envs=4, device=sc.device, seed=0).unwrapped
     w, r, v = env.cfg.reward, env.cfg.goal_radius, env.cfg.rest_speed
     goal = torch.tensor([[0.5, 0.1, 0.2]], device=sc.device).repeat(4, 1)
-    # env 0: on the floor, not grasped; env 1: grasped, 10 cm short of the goal; env 2: grasped,
-    # within the radius, the arm at rest; env 3: the same, the arm still moving
+    # env 0: on the floor, not grasped; env 1: grasped, 10 cm below the goal (risen 7.5 of the 17.5
+    # cm from resting to the goal's height); env 2: grasped, within the radius, the arm at rest;
+    # env 3: the same, the arm still moving
     near = [0.5, 0.1 - 0.5 * r, 0.2]
-    cube = torch.tensor([[0.5, 0.1, 0.025], [0.5, 0.0, 0.2], near, near], device=sc.device)
+    cube = torch.tensor([[0.5, 0.1, 0.025], [0.5, 0.1, 0.1], near, near], device=sc.device)
     qd2 = torch.tensor([0.0, 1.0, (0.5 * v) ** 2, (2.0 * v) ** 2], device=sc.device)
     grasped = torch.tensor([False, True, True, True], device=sc.device)
     s = _state(4, cube_pos=cube, ee=cube.clone(), goal=goal, grasped=grasped, joint_vel_sq=qd2)
@@ -167,10 +168,10 @@ def test_pick_place_reward_terms_and_success_on_hand_built_states():
     assert success.tolist() == [False, False, True, False] and not out.any()
     t = lambda x, std: 1 - math.tanh(x / std)  # noqa: E731
     place = w.place * t(0.5 * r, w.place_std)
-    held = w.reach + w.grasp + place
+    held = w.reach + w.grasp + place + w.lift  # at the goal's height: risen all the way
     expected = [
         w.reach,
-        w.reach + w.grasp + w.place * t(0.1, w.place_std) + w.joint_vel,
+        w.reach + w.grasp + w.place * t(0.1, w.place_std) + w.lift * 0.075 / 0.175 + w.joint_vel,
         held + w.rest * t(0.5 * v, w.rest_std) + w.success_bonus + w.joint_vel * (0.5 * v) ** 2,
         held + w.rest * t(2.0 * v, w.rest_std) + w.joint_vel * (2.0 * v) ** 2,
     ]
