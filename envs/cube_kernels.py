@@ -159,11 +159,22 @@ class Terms:
 
 
 @wp.func
+def rise(t: Terms, top: float) -> float:
+    """The cube's rise from resting (half its edge above the floor) toward the height ``top`` of its
+    centre, clipped to [0, 1]; 1 where ``top`` is not above resting (a goal on the floor)."""
+    rest = 0.5 * t.size
+    r = float(1.0)
+    if top - rest > 1.0e-3:
+        r = wp.clamp((t.cube[2] - rest) / (top - rest), 0.0, 1.0)
+    return r
+
+
+@wp.func
 def lift_reward(k: CubeTask, t: Terms):
     """Lift's reward, success, consecutive steps at the goal height (``hold``, updated) and the
     cube's height above its resting height (the info ``cube_height``)."""
     z, rest = t.cube[2], 0.5 * t.size
-    progress = wp.clamp((z - rest) / (t.goal[2] + k.lift_margin - rest), 0.0, 1.0)
+    progress = rise(t, t.goal[2] + k.lift_margin)
     held = wp.where(z >= t.goal[2], t.hold + 1, 0)
     success = held >= k.hold_steps
     g = wp.where(t.grasped, 1.0, 0.0)
@@ -203,10 +214,7 @@ def pick_place_reward(k: CubeTask, t: Terms):
     g = wp.where(t.grasped, 1.0, 0.0)
     r = k.reach * closeness(wp.length(t.cube - t.ee), k.reach_std) + k.grasp * g
     r += k.place * g * closeness(d_goal, k.place_std)
-    rest_z = 0.5 * t.size
-    span = t.goal[2] - rest_z
-    rise = wp.where(span > 1.0e-3, wp.clamp((t.cube[2] - rest_z) / wp.max(span, 1.0e-3), 0.0, 1.0), 1.0)
-    r += k.lift * g * rise
+    r += k.lift * g * rise(t, t.goal[2])
     r += k.rest * wp.where(placed, 1.0, 0.0) * closeness(speed, k.rest_std)
     r += k.success_bonus * wp.where(success, 1.0, 0.0) + penalties(k.action_rate, k.joint_vel, t.rate, t.qd2)
     return r, success, t.hold, d_goal
