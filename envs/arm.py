@@ -89,6 +89,7 @@ class ArmState:
     yaw_target: wp.array(dtype=wp.float32)  # (num_envs,) EE_YAW_DELTA: the hand's yaw target, rad
     last_action: wp.array2d(dtype=wp.float32)  # (num_envs, action_dim) clipped action of this step
     prev_action: wp.array2d(dtype=wp.float32)  # (num_envs, action_dim) and of the step before
+    floor_push: wp.array(dtype=wp.float32)  # (num_envs,) the z action ee_z_min discarded this step, >= 0
 
 
 @wp.func
@@ -152,6 +153,7 @@ def _ee_displacement(
     for i in range(7):
         target_z += jac[2, i] * (st.joint_targets[env, i] - s.qpos[env, arm.q0 + i])
     dz = wp.max(move[2], arm.ee_z_min - target_z)
+    st.floor_push[env] = (dz - move[2]) / arm.ee_delta_scale
     dx = vec6(move[0], move[1], dz, 0.0, 0.0, 0.0)
     if arm.mode == EE_YAW_DELTA:
         yaw = wp.clamp(st.yaw_target[env] + arm.yaw_delta_scale * a[3], -_HALF_PI, _HALF_PI)
@@ -233,6 +235,7 @@ def reset_arm(arm: ArmModel, s: StateView, st: ArmState, env: int, h: wp.uint32)
         s.qvel[env, arm.d0 + i] = 0.0
         s.ctrl_mode[env, arm.d0 + i] = _POSITION
     st.yaw_target[env] = 0.0
+    st.floor_push[env] = 0.0
     for j in range(st.last_action.shape[1]):
         st.last_action[env, j] = 0.0
         st.prev_action[env, j] = 0.0

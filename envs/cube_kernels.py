@@ -115,6 +115,7 @@ class CubeTask:
     success_bonus: float
     action_rate: float
     joint_vel: float
+    floor_push: float
     hold_steps: int  # lift: steps at or above the goal height for a success
     goal_radius: float  # push, pick-place: success radius, m
     rest_speed: float  # pick-place: success needs the arm's joint speeds |qd| at most this, rad/s
@@ -149,6 +150,7 @@ class Terms:
     goal: wp.vec3  # the goal point (stack: the cube's centre resting centred on B), m
     grasped: bool  # both pads squeeze the cube (``grasped``)
     rate: float  # |a - a_prev|^2
+    floor_push: float  # the z action ee_z_min discarded (``ArmState.floor_push``)
     qd2: float  # the arm's |qd|^2, (rad/s)^2
     hold: int  # lift: consecutive steps at or above the goal height before this one
     speed: float  # the cube's speed, m/s
@@ -156,6 +158,14 @@ class Terms:
     touched: bool  # stack: a finger touches the cube
     opening: float  # the fingers' opening (sum of both finger joints), m
     command: float  # the gripper action of the step, 0 closed to 1 open (0 without a gripper)
+
+
+@wp.func
+def _penalties(k: CubeTask, t: Terms) -> float:
+    """The arm's penalties (``penalties``) plus ``floor_push`` times the z action the floor discarded:
+    pressing down where the end effector cannot go moves nothing, so without it a policy that
+    descended to the cube keeps pushing down once it holds it and learns to lift late."""
+    return penalties(k.action_rate, k.joint_vel, t.rate, t.qd2) + k.floor_push * t.floor_push
 
 
 @wp.func
@@ -179,7 +189,7 @@ def lift_reward(k: CubeTask, t: Terms):
     success = held >= k.hold_steps
     g = wp.where(t.grasped, 1.0, 0.0)
     r = k.reach * closeness(wp.length(t.cube - t.ee), k.reach_std) + k.grasp * g + k.lift * g * progress
-    r += k.success_bonus * wp.where(success, 1.0, 0.0) + penalties(k.action_rate, k.joint_vel, t.rate, t.qd2)
+    r += k.success_bonus * wp.where(success, 1.0, 0.0) + _penalties(k, t)
     return r, success, held, z - rest
 
 
@@ -198,7 +208,7 @@ def push_reward(k: CubeTask, t: Terms):
     success = d_goal < k.goal_radius and not lifted
     r = k.reach * closeness(d_reach, k.reach_std) + k.push * closeness(d_goal, k.push_std)
     r += k.lifted * wp.where(lifted, 1.0, 0.0) + k.success_bonus * wp.where(success, 1.0, 0.0)
-    r += penalties(k.action_rate, k.joint_vel, t.rate, t.qd2)
+    r += _penalties(k, t)
     return r, success, t.hold, d_goal
 
 
@@ -216,7 +226,7 @@ def pick_place_reward(k: CubeTask, t: Terms):
     r += k.place * g * closeness(d_goal, k.place_std)
     r += k.lift * g * rise(t, t.goal[2])
     r += k.rest * wp.where(placed, 1.0, 0.0) * closeness(speed, k.rest_std)
-    r += k.success_bonus * wp.where(success, 1.0, 0.0) + penalties(k.action_rate, k.joint_vel, t.rate, t.qd2)
+    r += k.success_bonus * wp.where(success, 1.0, 0.0) + _penalties(k, t)
     return r, success, t.hold, d_goal
 
 
@@ -241,7 +251,7 @@ def stack_reward(k: CubeTask, t: Terms):
     if placed:
         r = k.reach + k.grasp + k.place + k.release * 0.5 * (t.command + wp.where(t.touched, 0.0, 1.0))
         r += k.still * closeness(t.speed, k.still_std)
-    r += k.success_bonus * wp.where(success, 1.0, 0.0) + penalties(k.action_rate, k.joint_vel, t.rate, t.qd2)
+    r += k.success_bonus * wp.where(success, 1.0, 0.0) + _penalties(k, t)
     return r, success, t.hold, d_goal
 
 
@@ -309,6 +319,7 @@ def _terms(
     t.goal = goal
     t.grasped = grasped(k, s, c, e)
     t.rate = rate
+    t.floor_push = st.floor_push[e]
     t.qd2 = qd2
     t.hold = hold
     t.speed = wp.length(wp.vec3(s.qvel[e, k.d0], s.qvel[e, k.d0 + 1], s.qvel[e, k.d0 + 2]))
@@ -548,6 +559,7 @@ def cube_rewards_kernel(
     touched: wp.array(dtype=wp.bool),
     opening: wp.array(dtype=wp.float32),
     command: wp.array(dtype=wp.float32),
+    floor_push: wp.array(dtype=wp.float32),
     # Out:
     reward_out: wp.array(dtype=wp.float32),
     success_out: wp.array(dtype=wp.bool),
@@ -571,6 +583,7 @@ def cube_rewards_kernel(
     t.touched = touched[e]
     t.opening = opening[e]
     t.command = command[e]
+    t.floor_push = floor_push[e]
     reward, success, held, info = _task_reward(k, t)
     reward_out[e] = reward
     success_out[e] = success

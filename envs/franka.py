@@ -127,9 +127,11 @@ class FrankaArm:
         self.yaw_target = torch.zeros(num_envs, device=dev)  # (num_envs,) ee_yaw_delta's hand yaw, rad
         self.last_action = torch.zeros(num_envs, self.action_dim, device=dev)  # (num_envs, action_dim)
         self.prev_action = torch.zeros_like(self.last_action)
+        self.floor_push = torch.zeros(num_envs, device=dev)  # (num_envs,) z action below ee_z_min, >= 0
         st = ArmState()
         st.joint_targets, st.yaw_target = wp.from_torch(self.joint_targets), wp.from_torch(self.yaw_target)
         st.last_action, st.prev_action = wp.from_torch(self.last_action), wp.from_torch(self.prev_action)
+        st.floor_push = wp.from_torch(self.floor_push)
         self.state = st
 
     def record_action(self, action: torch.Tensor) -> host_threads.SharedLaunch:

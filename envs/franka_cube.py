@@ -44,18 +44,19 @@ Rewards per control step, weights in ``configs/franka_lift.toml`` / ``franka_pus
 ``franka_pick_place.toml`` / ``franka_stack.toml`` (``d`` distances in m, ``t(x, s) = 1 - tanh(x / s)``)::
 
     lift: reach * t(d_ee_cube, reach_std) + grasp * grasped + lift * grasped * progress
-          + success_bonus * success + action_rate * |a - a_prev|^2 + joint_vel * |qd|^2
+          + success_bonus * success + penalties
     push: reach * t(d_ee_behind, reach_std) + push * t(d_cube_goal, push_std) + lifted * lifted
-          + success_bonus * success + action_rate * |a - a_prev|^2 + joint_vel * |qd|^2
+          + success_bonus * success + penalties
     pick-place: reach * t(d_ee_cube, reach_std) + grasp * grasped
           + place * grasped * t(d_cube_goal, place_std) + lift * grasped * rise
           + rest * placed * t(|qd|, rest_std)
-          + success_bonus * success + action_rate * |a - a_prev|^2 + joint_vel * |qd|^2
+          + success_bonus * success + penalties
     stack: not placed: reach * t(d_ee_cube, reach_std) + grasp * grasped
                        + place * grasped * t(d_cube_goal, place_std)
            placed: reach + grasp + place + release * (gripper command + not touched) / 2
                    + still * t(|v_cube|, still_std)
-          + success_bonus * success + action_rate * |a - a_prev|^2 + joint_vel * |qd|^2
+          + success_bonus * success + penalties
+    penalties: action_rate * |a - a_prev|^2 + joint_vel * |qd|^2 + floor_push * pushed
 
 ``grasped``: both finger pads squeeze the cube toward each other (each pad's contact force on it at
 least 0.5 N along the fingers' closing direction and within 60 degrees of it, at the last substep;
@@ -64,6 +65,9 @@ pads pressing down on its top do not count).
 policy paid up to the goal height alone hovers right at it, and a millimetre of sag fails it).
 ``rise``: pick-place, the cube's rise from resting toward the goal's height, clipped to [0, 1] (1 for
 a goal on the floor): the place term alone teaches the high goals last, its pull fading with distance.
+``pushed``: the z action that ``ee_z_min`` discarded this step (action units, 0 to 2): pressing
+down where the hand cannot go moves nothing, so without a cost a policy that descended to the cube
+keeps pressing once it holds it, and learns to lift late.
 ``d_ee_behind``: from the end effector to the point just behind the cube on the side away from the
 goal, at its height.
 ``placed``: pick-place, the cube's centre within ``goal_radius`` of the goal; stack, the cube on B
@@ -137,6 +141,7 @@ class RewardConfig:
     action_rate: float  # weight of |a - a_prev|^2
     joint_vel: float  # weight of |qd|^2, per (rad/s)^2
     success_bonus: float  # added on every step that is a success
+    floor_push: float = 0.0  # weight of the z action that ee_z_min discards (a penalty: < 0)
     grasp: float = 0.0  # lift: weight of grasped
     lift: float = 0.0  # lift: weight of grasped * progress; pick-place: of grasped * rise
     lift_margin: float = 0.0  # lift: progress is full this far above the goal height, m
@@ -269,6 +274,7 @@ class _CubeTaskEnv(FrankaTaskEnv):
             setattr(k, name, getattr(w, name))
         k.place, k.place_std, k.rest, k.rest_std = w.place, w.place_std, w.rest, w.rest_std
         k.success_bonus, k.action_rate, k.joint_vel = w.success_bonus, w.action_rate, w.joint_vel
+        k.floor_push = w.floor_push
         k.hold_steps, k.goal_radius, k.rest_speed = cfg.hold_steps, cfg.goal_radius, cfg.rest_speed
         k.q1 = k.d1 = k.geom_b = k.slot_b = -1
         if self.base_cube is not None:
@@ -292,8 +298,8 @@ class _CubeTaskEnv(FrankaTaskEnv):
         """``(reward, success, out_of_workspace, info, hold)`` of the task's reward for given state
         terms ``s``, each ``(n, ...)``: ``ee``, ``cube_pos``, ``goal`` (3, m), ``cube_size`` (m),
         ``grasped`` (bool), ``action_rate``, ``joint_vel_sq``, and for Stack ``cube_speed`` (m/s),
-        ``on_base`` and ``touched`` (bool), ``opening`` (m), ``gripper_command`` (0 closed to 1 open)
-        (``cube_kernels.Terms``; 0 / False when absent); ``hold`` (int32): consecutive steps above the
+        ``on_base`` and ``touched`` (bool), ``opening`` (m), ``gripper_command`` (0 closed to 1 open),
+        ``floor_push`` (the z action the floor discarded) (``cube_kernels.Terms``; 0 / False when absent); ``hold`` (int32): consecutive steps above the
         goal before this one (lift), returned updated. The same ``@wp.func`` as the step's; pure: no
         env state changes."""
         n, dev = hold.shape[0], self.device
@@ -310,7 +316,7 @@ class _CubeTaskEnv(FrankaTaskEnv):
         inputs += [wp.from_torch(f32("cube_speed") if "cube_speed" in s else zeros)]
         for key in ("on_base", "touched"):
             inputs += [wp.from_torch(s[key].to(dev).contiguous() if key in s else no, dtype=wp.bool)]
-        for key in ("opening", "gripper_command"):
+        for key in ("opening", "gripper_command", "floor_push"):
             inputs += [wp.from_torch(f32(key) if key in s else zeros)]
         outputs = [wp.from_torch(t, dtype=wp.bool) if t.dtype == torch.bool else wp.from_torch(t) for t in out]
         wp.launch(

@@ -125,10 +125,13 @@ def test_lift_reward_terms_and_success_on_hand_built_states():
         action_rate=torch.tensor([2.0], device=sc.device),
     )
     far["cube_pos"] = torch.tensor([[1.2, 0.0, 0.025]], device=sc.device)
+    far["floor_push"] = torch.tensor([0.5], device=sc.device)
     reward, _, out, _, _ = env.rewards(far, torch.zeros(1, dtype=torch.int32, device=sc.device))
     d = math.hypot(0.7, 0.1)
+    penalties = 2 * w.action_rate + 0.5 * w.floor_push
+    assert w.floor_push < 0
     torch.testing.assert_close(
-        reward, torch.tensor([w.reach * (1 - math.tanh(d / w.reach_std)) + 2 * w.action_rate], device=sc.device)
+        reward, torch.tensor([w.reach * (1 - math.tanh(d / w.reach_std)) + penalties], device=sc.device)
     )
     assert out.tolist() == [True]
 
@@ -348,10 +351,11 @@ def test_end_effector_modes_keep_the_hand_above_ee_z_min_and_hold_it_down():
     env.unwrapped.cube.set_pos(torch.tensor([[0.75, 0.35, 0.025]]).repeat(4, 1))  # out of the way
     z_min = env.unwrapped.cfg.arm.ee_z_min
     down = torch.tensor([[0.0, 0.0, -1.0, 0.0]], device=sc.device).repeat(4, 1)
-    z, tilt = [], 0.0
+    z, tilt, pushed = [], 0.0, []
     for t in range(50):
         obs, *_ = env.step(down)
         z.append(obs[:, 18])
+        pushed.append(env.unwrapped.arm.floor_push.clone())
         if t >= 10:  # the reset's joint noise tilts the hand up to ~10 deg; the IK rights it first
             tilt = max(tilt, float(torch.rad2deg(torch.acos(-obs[:, 24])).max()))
     z = torch.stack(z)
@@ -360,6 +364,9 @@ def test_end_effector_modes_keep_the_hand_above_ee_z_min_and_hold_it_down():
     settled = z[-10:]
     assert float((settled - z_min).abs().max()) < 0.002, settled
     assert tilt < 5.0, tilt
+    # the z action the floor discards, in action units: none on the way down, all of it once there
+    pushed = torch.stack(pushed)
+    assert float(pushed[0].max()) == 0.0 and float(pushed[-10:].min()) > 0.9, pushed
 
 
 def test_scripted_controller_lifts_the_cube_in_most_envs():
