@@ -162,9 +162,8 @@ class Terms:
 
 @wp.func
 def _penalties(k: CubeTask, t: Terms) -> float:
-    """The arm's penalties (``penalties``) plus ``floor_push`` times the z action the floor discarded:
-    pressing down where the end effector cannot go moves nothing, so without it a policy that
-    descended to the cube keeps pushing down once it holds it and learns to lift late."""
+    """The arm's penalties (``penalties``) plus ``floor_push`` times the z action ``ee_z_min``
+    discarded (``pushed`` in ``franka_cube``'s reward)."""
     return penalties(k.action_rate, k.joint_vel, t.rate, t.qd2) + k.floor_push * t.floor_push
 
 
