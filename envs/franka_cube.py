@@ -301,8 +301,7 @@ class _CubeTaskEnv(FrankaTaskEnv):
         ``on_base`` and ``touched`` (bool), ``opening`` (m), ``gripper_command`` (0 closed to 1 open),
         ``floor_push`` (the z action the floor discarded) (``cube_kernels.Terms``; 0 / False when
         absent); ``hold`` (int32): consecutive steps above the goal before this one (lift), returned
-        updated. The same ``@wp.func`` as the step's; pure: no
-        env state changes."""
+        updated. The same ``@wp.func`` as the step's; pure: no env state changes."""
         n, dev = hold.shape[0], self.device
         f32 = lambda key: s[key].to(device=dev, dtype=torch.float32).contiguous()  # noqa: E731
         vec = lambda key: wp.from_torch(f32(key), dtype=wp.vec3)  # noqa: E731

@@ -128,8 +128,8 @@ def test_lift_reward_terms_and_success_on_hand_built_states():
     far["floor_push"] = torch.tensor([0.5], device=sc.device)
     reward, _, out, _, _ = env.rewards(far, torch.zeros(1, dtype=torch.int32, device=sc.device))
     d = math.hypot(0.7, 0.1)
-    penalties = 2 * w.action_rate + 0.5 * w.floor_push
     assert w.floor_push < 0
+    penalties = 2 * w.action_rate + 0.5 * w.floor_push
     torch.testing.assert_close(
         reward, torch.tensor([w.reach * (1 - math.tanh(d / w.reach_std)) + penalties], device=sc.device)
     )
@@ -367,6 +367,24 @@ def test_end_effector_modes_keep_the_hand_above_ee_z_min_and_hold_it_down():
     # the z action the floor discards, in action units: none on the way down, all of it once there
     pushed = torch.stack(pushed)
     assert float(pushed[0].max()) == 0.0 and float(pushed[-10:].min()) > 0.9, pushed
+
+
+def test_a_step_pays_floor_push_for_the_z_action_the_floor_discards():
+    # the same seed and actions with and without the cost: the same physics, rewards apart by it
+    costs = ({}, {"floor_push": 0.0})
+    envs = [gym.make_vec(LIFT, num_envs=4, device=sc.device, seed=0, reward=r) for r in costs]
+    w = envs[0].unwrapped.cfg.reward.floor_push
+    assert w < 0
+    down = torch.tensor([[0.0, 0.0, -1.0, 0.0, 1.0]], device=sc.device).repeat(4, 1)  # gripper open
+    for env in envs:
+        env.reset(seed=0)
+    pushed = 0.0
+    for _ in range(15):
+        (_, paid, *_), (_, free, *_) = (env.step(down) for env in envs)
+        p = envs[0].unwrapped.arm.floor_push
+        torch.testing.assert_close(paid, free + w * p)
+        pushed = max(pushed, float(p.min()))
+    assert pushed > 0.5  # the hands reached the floor and pressed on
 
 
 def test_scripted_controller_lifts_the_cube_in_most_envs():
