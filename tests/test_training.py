@@ -509,7 +509,7 @@ def _run(args, *, quiet: bool = False, **kw):
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     if quiet:
-        own = ("training ", "it ", "done: ", "{")  # the trainer's lines, play's JSON result
+        own = ("training ", "building ", "built ", "it ", "done: ", "{")  # the trainer's lines, play's JSON
         assert not out.stderr and all(line.startswith(own) for line in out.stdout.splitlines()), (
             out.stdout[-2000:] + out.stderr[-3000:]
         )

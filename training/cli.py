@@ -226,16 +226,20 @@ def train(args) -> int:
         if ctx.is_main:
             _make_dir(logdir, "--logdir")
         _init_sim(ctx.device, args.verbose)
+        if ctx.is_main:
+            print(
+                f"training {spec.task} on {ctx.device} x {ctx.world_size} process(es), "
+                f"{spec.train.num_envs} envs each; logs in {logdir}\n"
+                "building the envs (a task's first build on a machine compiles its kernels: tens of seconds)",
+                flush=True,
+            )
+        start = time.perf_counter()
         runner = Runner(spec, ctx, logdir if ctx.is_main else None, video_every=args.video_every)
         if ckpt is not None:
             for note in runner.load_state_dict(ckpt):
                 print(f"warpgym train: --resume {args.resume}: {note}", file=sys.stderr, flush=True)
         if ctx.is_main:
-            print(
-                f"training {spec.task} on {ctx.device} x {ctx.world_size} process(es), "
-                f"{spec.train.num_envs} envs each; logs in {logdir}",
-                flush=True,
-            )
+            print(f"built in {time.perf_counter() - start:.1f} s", flush=True)
         max_time = None if args.max_time is None else args.max_time * 60.0
         runner.train(args.max_iterations, max_time)
         if ctx.is_main:
