@@ -18,6 +18,7 @@ import argparse
 import json
 import math
 import re
+import signal
 import sys
 import time
 from pathlib import Path
@@ -166,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
                     video=args.video,
                     video_envs=args.video_envs,
                     verbose=args.verbose,
+                    progress=True,
                 )
             except CheckpointError as e:
                 raise _UsageError(f"argument --checkpoint: {args.checkpoint}: {e}") from e
@@ -178,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     except (_UsageError, ConfigError, RenderUnavailableError) as e:
         print(f"{prog}: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
+
+
+_BUILDING = "building the envs (a task's first build on a machine compiles its kernels: tens of seconds)"
 
 
 def _init_sim(device: torch.device, verbose: bool) -> None:
@@ -229,8 +234,7 @@ def train(args) -> int:
         if ctx.is_main:
             print(
                 f"training {spec.task} on {ctx.device} x {ctx.world_size} process(es), "
-                f"{spec.train.num_envs} envs each; logs in {logdir}\n"
-                "building the envs (a task's first build on a machine compiles its kernels: tens of seconds)",
+                f"{spec.train.num_envs} envs each; logs in {logdir}\n{_BUILDING}",
                 flush=True,
             )
         start = time.perf_counter()
@@ -241,17 +245,32 @@ def train(args) -> int:
         if ctx.is_main:
             print(f"built in {time.perf_counter() - start:.1f} s", flush=True)
         max_time = None if args.max_time is None else args.max_time * 60.0
-        runner.train(args.max_iterations, max_time)
+        previous = signal.signal(signal.SIGTERM, _terminate)
+        try:
+            runner.train(args.max_iterations, max_time)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
         if ctx.is_main:
             print(
                 f"done: {runner.iteration} iterations, {runner.env_steps:,} env-steps; "
                 f"checkpoint {logdir}/checkpoints/last.pt"
             )
         return 0
+    except _Terminated:
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         return 130
     finally:
         distributed.teardown()
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM while training (a scheduler preempting the job, ``kill``): handled as Ctrl-C, the
+    runner saves a checkpoint and stops; the process exits with status 143."""
+
+
+def _terminate(signum, frame) -> None:
+    raise _Terminated
 
 
 def play(
@@ -264,18 +283,22 @@ def play(
     video: str | None = None,
     video_envs: int = 4,
     verbose: bool = False,
+    progress: bool = False,
 ) -> dict:
     """Success rate and mean return of the checkpoint's deterministic policy (the Gaussian's mean) over
     ``episodes`` fresh episodes (see ``evaluate``); with ``video``, also a video of ``video_envs`` envs
     side by side for one episode. Raises ``CheckpointError`` for a file that is not a checkpoint
     (see ``load_checkpoint``) or whose model does not fit its task's env; ``verbose`` shows Warp's
-    messages when this call starts ``sim_core``."""
+    messages when this call starts ``sim_core``; ``progress`` says on stderr when the envs are being built
+    (stdout stays free for the result)."""
     ckpt = load_checkpoint(checkpoint)
     saved = ckpt["spec"]
     train_cfg = from_dict(TrainConfig, saved["train"], "train")
     spec = RunSpec(saved["task"], saved["config_file"], saved["env_overrides"], train_cfg)
     ctx = distributed.setup(device)
     _init_sim(ctx.device, verbose)
+    if progress:
+        print(_BUILDING, file=sys.stderr, flush=True)
     env = make_env(spec, num_envs or episodes, ctx.device, seed, autoreset_mode=AutoresetMode.DISABLED)
     obs_dim, act_dim = env.single_observation_space.shape[0], env.single_action_space.shape[0]
     model = ActorCritic(obs_dim, act_dim, train_cfg.policy).to(ctx.device)
