@@ -1,10 +1,12 @@
-"""``warpgym`` (or ``python -m warpgym.training``): ``train`` a policy with PPO, ``play`` a checkpoint.
+"""``warpgym`` (or ``python -m warpgym.training``): ``train`` a policy with PPO, ``play`` a checkpoint,
+``export`` its policy for deployment.
 
     warpgym train [--task ID] [--num-envs N] [--device cpu|cuda|cuda:N] [--seed S] [--config FILE]
                   [--max-iterations K | --max-time MIN] [--logdir DIR] [--resume CKPT]
                   [--video-every K] [--verbose] [key=value ...]
     warpgym play --checkpoint CKPT [--num-envs N] [--episodes E] [--device D] [--seed S]
                  [--video FILE] [--video-envs N] [--verbose]
+    warpgym export --checkpoint CKPT --output FILE.pt2|FILE.onnx
 
 Overrides are dotted keys of the task's config file: ``train.ppo.learning_rate=3e-4``,
 ``env.success_threshold=0.05``. Under ``torchrun`` every rank runs ``train``; rank 0 logs and saves.
@@ -15,6 +17,7 @@ error is one line on stderr naming the argument, with exit status 2.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import re
@@ -35,6 +38,7 @@ from .checkpoint import CheckpointError, check_shapes, load_checkpoint
 from .config import RunSpec, TrainConfig, load_run_spec, parse_overrides
 from .cpu_threads import cpu_threads
 from .evaluate import evaluate
+from .export import FORMATS, export_policy
 from .models import ActorCritic
 from .normalizer import ObsNormalizer
 from .runner import Runner, make_env, make_video_env
@@ -138,6 +142,9 @@ def _parser() -> argparse.ArgumentParser:
     q.add_argument("--video", default=None, help="also write a video of the policy here (e.g. out.mp4)")
     q.add_argument("--video-envs", type=_positive_int, default=4, help="envs shown side by side in the video")
     q.add_argument("--verbose", action="store_true", help="show Warp's messages and the compiler's warnings")
+    x = sub.add_parser("export", help="write a checkpoint's deterministic policy as one .pt2 or .onnx file")
+    x.add_argument("--checkpoint", required=True)
+    x.add_argument("--output", required=True, help="policy.pt2 (torch.export) or policy.onnx")
     return p
 
 
@@ -146,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     error (a bad argument, file, device, config key or value, or a checkpoint that does not fit)
     is one line on stderr naming the argument, and status 2."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in ("train", "play", "-h", "--help"):
+    if not argv or argv[0] not in ("train", "play", "export", "-h", "--help"):
         argv.insert(0, "train")
     try:
         args = _parser().parse_args(argv)
@@ -154,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         return e.code
     prog = f"warpgym {args.command}"
     try:
+        if args.command == "export":
+            print(json.dumps(_export(args.checkpoint, args.output)))
+            return 0
         if args.command == "play":
             if args.video is not None:
                 _make_dir(Path(args.video).parent, "--video")
@@ -180,6 +190,21 @@ def main(argv: list[str] | None = None) -> int:
     except (_UsageError, ConfigError, RenderUnavailableError) as e:
         print(f"{prog}: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 2
+
+
+def _export(checkpoint: str, output: str) -> dict:
+    """``export_policy`` with its errors as usage errors naming the argument."""
+    if Path(output).suffix not in FORMATS:
+        raise _UsageError(f"argument --output: expected a name ending in .pt2 or .onnx, got {output!r}")
+    if output.endswith(".onnx") and not all(importlib.util.find_spec(m) for m in ("onnx", "onnxscript")):
+        raise _UsageError(
+            'argument --output: ONNX export needs the packages onnx and onnxscript: pip install -e ".[export]"'
+        )
+    _make_dir(Path(output).parent, "--output")
+    try:
+        return export_policy(checkpoint, output)
+    except CheckpointError as e:
+        raise _UsageError(f"argument --checkpoint: {checkpoint}: {e}") from e
 
 
 _BUILDING = "building the envs (a task's first build on a machine compiles its kernels: tens of seconds)"
