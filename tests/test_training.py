@@ -26,6 +26,7 @@ from warpgym.training import cli, distributed, models
 from warpgym.training.checkpoint import load_checkpoint
 from warpgym.training.cli import play
 from warpgym.training.config import load_run_spec, parse_overrides
+from warpgym.training.evaluate import Evaluations
 from warpgym.training.logger import Logger
 from warpgym.training.models import Tanh
 from warpgym.training.normalizer import ObsNormalizer
@@ -319,6 +320,35 @@ def _params(runner: Runner) -> torch.Tensor:
     return torch.cat([p.detach().reshape(-1) for p in runner.module.parameters()])
 
 
+def test_evaluations_leave_training_as_it_is_and_link_the_best(tmp_path, capsys):
+    """``train.eval_every``: the same episodes every time, logged and recorded, the best checkpoint
+    linked; training draws exactly what it draws without them."""
+
+    def run(eval_every: int, logdir: Path | None) -> Runner:
+        train = {"num_envs": 16, "eval_every": eval_every, "eval_episodes": 8, "ppo": {"num_steps": 8}}
+        runner = Runner(load_run_spec("WarpGym/FrankaReach-v0", overrides={"train": train}), _ctx(), logdir)
+        runner.train(max_iterations=3)
+        return runner
+
+    plain, evaluated = run(0, None), run(1, tmp_path)
+    assert torch.equal(_params(plain), _params(evaluated))
+    records = [json.loads(line) for line in (tmp_path / "eval.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in records] == [1, 2, 3] and {r["episodes"] for r in records} == {8}
+    assert all(Path(r["checkpoint"]).name == f"model_{r['iteration']:06d}.pt" for r in records)
+    best = max(records, key=lambda r: (r["success_rate"], r["mean_return"]))
+    assert [r["best"] for r in records].count(True) >= 1 and best["best"]
+    assert (tmp_path / "checkpoints" / "best.pt").samefile(best["checkpoint"])
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[2] for line in out if line.startswith("eval it ")] == ["1", "2", "3"]
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path)).Reload()
+    assert [e.value for e in events.Scalars("eval/success_rate")] == [r["success_rate"] for r in records]
+    # a run resumed into the same directory starts from the best recorded there
+    again = Evaluations(lambda: None, 8, tmp_path)
+    assert again.best == (best["success_rate"], best["mean_return"])
+
+
 @pytest.mark.parametrize("limit", [3, 8, 20])
 def test_rollout_values_match_the_critic_on_every_row(limit):
     """The rollout's values, gathered terminal values and last values equal the critic run on every
@@ -509,7 +539,7 @@ def _run(args, *, quiet: bool = False, **kw):
     )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-3000:]
     if quiet:
-        own = ("training ", "building ", "built ", "it ", "done: ", "{")  # the trainer's lines, play's JSON
+        own = ("training ", "building ", "built ", "it ", "eval it ", "done: ", "{")  # trainer's, play's JSON
         stdout, stderr = out.stdout.splitlines(), out.stderr.splitlines()
         assert all(line.startswith(own) for line in stdout) and all(  # play says it builds on stderr
             line.startswith("building ") for line in stderr
@@ -531,7 +561,8 @@ def _can_render() -> bool:
 def test_cli_train_resume_play(tmp_path, monkeypatch):
     """Train with a TensorBoard video, resume, play with a video file (videos only where GL works)."""
     videos = _can_render()
-    small = ["--num-envs", "32", "--device", "cpu", "train.ppo.num_steps=8", "train.save_every=1"]
+    small = ["--num-envs", "32", "--device", "cpu", "--eval-every", "1"]
+    small += ["train.ppo.num_steps=8", "train.save_every=1", "train.eval_episodes=4"]
     video_every = ["--video-every", "2"] if videos else []
     _run(
         [
@@ -566,6 +597,8 @@ def test_cli_train_resume_play(tmp_path, monkeypatch):
     )
     state = torch.load(ckpt, weights_only=True)
     assert state["iteration"] == 3 and state["env_steps"] == 3 * 32 * 8
+    evaluated = [json.loads(line)["iteration"] for line in (tmp_path / "eval.jsonl").read_text().splitlines()]
+    assert evaluated == [1, 2, 3] and (tmp_path / "checkpoints" / "best.pt").is_file()  # the resumed run's too
     video = tmp_path / "play.mp4"
     play_args = ["--checkpoint", str(ckpt), "--episodes", "8", "--device", "cpu"]
     out = _run(

@@ -3,7 +3,7 @@
 
     warpgym train [--task ID] [--num-envs N] [--device cpu|cuda|cuda:N] [--seed S] [--config FILE]
                   [--max-iterations K | --max-time MIN] [--logdir DIR] [--resume CKPT]
-                  [--video-every K] [--verbose] [key=value ...]
+                  [--video-every K] [--eval-every K] [--verbose] [key=value ...]
     warpgym play --checkpoint CKPT [--num-envs N] [--episodes E] [--device D] [--seed S]
                  [--video FILE] [--video-envs N] [--verbose]
     warpgym export --checkpoint CKPT --output FILE.pt2|FILE.onnx
@@ -131,6 +131,12 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--video-every", type=_positive_int, default=None, help="iterations between TensorBoard videos"
     )
+    t.add_argument(
+        "--eval-every",
+        type=_positive_int,
+        default=None,
+        help="iterations between deterministic evaluations (train.eval_episodes; best.pt, eval.jsonl)",
+    )
     t.add_argument("--verbose", action="store_true", help="show Warp's messages and the compiler's warnings")
     t.add_argument("overrides", nargs="*", help="key=value config overrides")
     q = sub.add_parser("play", help="run a checkpoint's deterministic policy on fresh episodes")
@@ -229,7 +235,8 @@ def _make_dir(path: Path, argument: str) -> None:
 
 def _spec_for(args) -> tuple[RunSpec, dict | None]:
     overrides = parse_overrides(args.overrides)
-    top = {k: v for k, v in (("num_envs", args.num_envs), ("seed", args.seed)) if v is not None}
+    flags = (("num_envs", args.num_envs), ("seed", args.seed), ("eval_every", args.eval_every))
+    top = {k: v for k, v in flags if v is not None}
     overrides = merge(overrides, {"train": top}) if top else overrides
     if args.resume is None:
         return load_run_spec(args.task or DEFAULT_TASK, args.config, overrides), None

@@ -86,11 +86,17 @@ class TrainConfig:
     # CUDA: record the rollout's steps (normalize, actor, sampling, env.step, storage writes) into
     # one CUDA graph at the second rollout and replay it from then on (training/rollout_graph.py)
     cuda_graph: bool = True
+    # a deterministic evaluation every this many iterations (0: none) on eval_episodes fresh
+    # episodes, the same each time, on envs of its own (rank 0; training/evaluate.py, Evaluations)
+    eval_every: int = 0
+    eval_episodes: int = 512
 
     def __post_init__(self):
         for name in ("num_envs", "max_iterations", "save_every"):
             _check(f"train.{name}", getattr(self, name), getattr(self, name) >= 1, "an integer >= 1")
-        _check("train.rollout_threads", self.rollout_threads, self.rollout_threads >= 0, "an integer >= 0")
+        for name in ("rollout_threads", "eval_every"):
+            _check(f"train.{name}", getattr(self, name), getattr(self, name) >= 0, "an integer >= 0")
+        _check("train.eval_episodes", self.eval_episodes, self.eval_episodes >= 1, "an integer >= 1")
         _check(
             "train.env_groups",
             self.env_groups,

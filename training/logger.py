@@ -64,6 +64,17 @@ class Logger:
             print(line, flush=True)
             self._last_print = time.monotonic()
 
+    def log_eval(self, result: dict[str, Any]) -> None:
+        """An evaluation's result (``Evaluations``): ``eval/`` scalars and a line of its own."""
+        for key in ("success_rate", "mean_return"):
+            self.writer.add_scalar(f"eval/{key}", result[key], result["env_steps"])
+        line = (
+            f"eval it {result['iteration']:5d}  steps {result['env_steps']:11,d}  "
+            f"success {result['success_rate']:.3f}  return {result['mean_return']:.2f}  "
+            f"({result['episodes']} episodes, {result['seconds']:.1f} s){'  best' if result['best'] else ''}"
+        )
+        print(("\n" if self.tty else "") + line, flush=True)
+
     def close(self) -> None:
         if self.tty:
             print()

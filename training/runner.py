@@ -31,6 +31,7 @@ from . import distributed
 from .checkpoint import check_shapes, generator_state, link_atomic, restore_generator, save_atomic
 from .config import RunSpec
 from .cpu_threads import cpu_threads
+from .evaluate import Evaluations
 from .logger import Logger
 from .models import ActorCritic, FrozenMLP, gaussian_log_prob
 from .normalizer import ObsNormalizer
@@ -147,6 +148,14 @@ class Runner:
             self.logger = Logger(logdir, to_dict(self.cfg), {**extra, "world_size": ctx.world_size})
         self._group_obs = [env.reset(seed=seed + ctx.rank)[0] for env in self.envs]
         self._stats = torch.zeros(len(_STATS), device=self.device)
+        self.evaluations: Evaluations | None = None
+        if self.cfg.eval_every and ctx.is_main:
+            eval_env = functools.partial(
+                make_env, spec, self.cfg.eval_episodes, self.device, seed, autoreset_mode=AutoresetMode.DISABLED
+            )
+            self.evaluations = Evaluations(eval_env, self.cfg.eval_episodes, logdir)
+        self.eval_seconds = 0.0  # wall-clock spent evaluating in this process
+        self._saved_at = -1  # the iteration of the last checkpoint saved
         self.video_every = video_every
         self._video_env = None
         if video_every and self.logger is not None:  # a machine that cannot render fails now, not later
@@ -277,10 +286,22 @@ class Runner:
         self.iteration += 1
         self.env_steps += self.cfg.batch_size * self.ctx.world_size
         self._log(losses, t1 - t0, t2 - t1, elapsed_before + t2 - t0, total, max_time_s)
-        if self.iteration % self.cfg.save_every == 0:
+        evaluate_now = self.evaluations is not None and self.iteration % self.cfg.eval_every == 0
+        if self.iteration % self.cfg.save_every == 0 or evaluate_now:  # best.pt may name an evaluated one
             self.save()
+        if evaluate_now:
+            self._evaluate()
         if self.video_every and self.logger is not None and self.iteration % self.video_every == 0:
             self._video()
+
+    def _evaluate(self) -> None:
+        """The deterministic policy on the evaluation episodes (``train.eval_every``), logged."""
+        saved = None if self.logdir is None else self.logdir / "checkpoints" / f"model_{self.iteration:06d}.pt"
+        with cpu_threads(self.cfg.rollout_threads, self.device):
+            result = self.evaluations(self.policy, self.iteration, self.env_steps, saved)
+        self.eval_seconds += result["seconds"]
+        if self.logger is not None:
+            self.logger.log_eval(result)
 
     def _video(self) -> None:
         """A short deterministic rollout of 4 envs into TensorBoard (``--video-every``)."""
@@ -292,14 +313,15 @@ class Runner:
 
     def train(self, max_iterations: int | None = None, max_time_s: float | None = None) -> None:
         """Train until ``max_iterations`` (total, counting resumed ones; default: the config's) or, when
-        only ``max_time_s`` is given, for that many seconds; Ctrl-C saves a checkpoint and stops."""
+        only ``max_time_s`` is given, for that many seconds of training (evaluations not counted);
+        Ctrl-C saves a checkpoint and stops."""
         total = max_iterations if max_iterations is not None else self.cfg.max_iterations
         if max_iterations is None and max_time_s is not None:
             total = None  # until the time is up
-        start = time.perf_counter()
+        start, evaluated = time.perf_counter(), self.eval_seconds
         try:
-            while total is None or self.iteration < total:
-                elapsed = time.perf_counter() - start
+            while total is None or self.iteration < total:  # the evaluations' time is not training time
+                elapsed = time.perf_counter() - start - (self.eval_seconds - evaluated)
                 if max_time_s is not None and elapsed >= max_time_s:
                     break
                 self.iterate(elapsed, total, max_time_s)
@@ -311,8 +333,10 @@ class Runner:
         self.finish()
 
     def finish(self) -> None:
-        """Final checkpoint, DDP consistency check, close the logs."""
-        self.save()
+        """Final checkpoint (unless this iteration's is saved: best.pt may name it), DDP consistency
+        check, close the logs."""
+        if self._saved_at != self.iteration:
+            self.save()
         self._check_ranks_in_sync()
         if self.logger is not None:
             self.logger.close()
@@ -407,6 +431,7 @@ class Runner:
         path = ckpt_dir / f"model_{self.iteration:06d}.pt"
         save_atomic(self.state_dict(), path)
         link_atomic(path, ckpt_dir / "last.pt")
+        self._saved_at = self.iteration
 
     def _check_ranks_in_sync(self) -> None:
         """Under DDP every rank must hold the same parameters; rank 0 records the per-rank sums."""
