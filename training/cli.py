@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                     video=args.video,
                     video_envs=args.video_envs,
                     verbose=args.verbose,
-                    progress=True,
+                    progress=sys.stderr.isatty(),  # a person waiting; a pipe gets one error line at most
                 )
             except CheckpointError as e:
                 raise _UsageError(f"argument --checkpoint: {args.checkpoint}: {e}") from e
