@@ -23,6 +23,7 @@ import math
 import re
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -277,11 +278,13 @@ def train(args) -> int:
         if ctx.is_main:
             print(f"built in {time.perf_counter() - start:.1f} s", flush=True)
         max_time = None if args.max_time is None else args.max_time * 60.0
-        previous = signal.signal(signal.SIGTERM, _terminate)
+        main_thread = threading.current_thread() is threading.main_thread()  # where handlers may be set
+        previous = signal.signal(signal.SIGTERM, _terminate) if main_thread else None
         try:
             runner.train(args.max_iterations, max_time)
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            if main_thread:
+                signal.signal(signal.SIGTERM, previous)
         if ctx.is_main:
             print(
                 f"done: {runner.iteration} iterations, {runner.env_steps:,} env-steps; "
