@@ -8,7 +8,7 @@
 #   sim     bench_sim against MuJoCo C on every host core and MuJoCo Warp if installed (CUDA
 #           graphs), then sim_core with the contact solver's scratch env-major, to compare
 #   env     the env layer's throughput
-#   train   a short training run, play, and a video through EGL
+#   train   a short training run with evaluations, play, an export, and a video through EGL
 #   learn   the training benchmark: Reach to 95%, Push and Lift to 90% (CUDA graphs on, the default)
 # Installs the project if needed.
 set -euo pipefail
@@ -49,7 +49,9 @@ env)
     ;;
 train)
     echo "== training on CUDA (short), then play with a video through EGL"
-    "$PY" -m warpgym.training train --device cuda --num-envs 4096 --max-iterations 30 --logdir "$RUN"
+    "$PY" -m warpgym.training train --device cuda --num-envs 4096 --max-iterations 30 --eval-every 10 \
+        --logdir "$RUN"
+    "$PY" -m warpgym.training export --checkpoint "$RUN/checkpoints/best.pt" --output "$RUN/policy.pt2"
     "$PY" -m warpgym.training play --device cuda --checkpoint "$RUN/checkpoints/last.pt" --episodes 1000
     "$PY" -m warpgym.training play --device cuda --checkpoint "$RUN/checkpoints/last.pt" --episodes 4 \
         --video "$RUN/policy.mp4" || echo "no video: rendering needs libEGL on a GPU machine"
