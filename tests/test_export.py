@@ -22,13 +22,11 @@ if "Test/Point-v0" not in gym.registry:
     gym.register(id="Test/Point-v0", entry_point=None, vector_entry_point="toy_env:PointEnv")
 
 
-@pytest.fixture(scope="module")
-def trained(tmp_path_factory):
-    """A checkpoint of 3 iterations on the toy task with tanh layers, the runner, and observations:
-    the env's, and the same scaled far outside the normalizer's clip."""
+def _train(logdir: Path, policy: dict, ppo: dict):
+    """A checkpoint of 3 iterations on the toy task, the runner, and observations: the env's, and
+    the same scaled far outside the normalizer's clip."""
     sys.path.insert(0, str(Path(__file__).parent))
-    logdir = tmp_path_factory.mktemp("run")
-    overrides = {"train": {"num_envs": 32, "policy": {"activation": "tanh"}, "ppo": {"num_steps": 8}}}
+    overrides = {"train": {"num_envs": 32, "policy": policy, "ppo": {"num_steps": 8, **ppo}}}
     spec = load_run_spec("Test/Point-v0", config=str(ASSETS / "point.toml"), overrides=overrides)
     runner = Runner(spec, distributed.Context(0, 1, 0, sc.device), logdir)
     runner.train(max_iterations=3)
@@ -36,6 +34,12 @@ def trained(tmp_path_factory):
     obs, _ = env.reset(seed=5)
     obs = torch.cat([obs, obs * 1e3]).float().cpu()
     return logdir / "checkpoints" / "last.pt", runner, obs
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """``_train`` with tanh layers (the trainer's own tanh on the CPU) and the normalizer."""
+    return _train(tmp_path_factory.mktemp("run"), {"activation": "tanh"}, {})
 
 
 def _trainer_actions(runner, obs):
@@ -65,6 +69,13 @@ def test_pt2_export_matches_the_policy_for_any_batch(trained, tmp_path):
     with torch.no_grad():
         for rows in (obs[:1], obs[:7], obs):
             assert torch.equal(program.module()(rows), policy(rows))
+
+
+def test_an_elu_policy_without_normalizer_exports_to_the_same_bits(tmp_path):
+    ckpt, runner, obs = _train(tmp_path / "run", {"activation": "elu"}, {"normalize_obs": False})
+    program = torch.export.load(export_policy(ckpt, tmp_path / "policy.pt2")["path"])
+    with torch.no_grad():
+        assert torch.equal(program.module()(obs), _trainer_actions(runner, obs))
 
 
 def test_onnx_export_matches_the_policy_for_any_batch(trained, tmp_path):
