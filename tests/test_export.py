@@ -103,6 +103,8 @@ def test_cli_export_prints_json_and_names_bad_arguments(trained, tmp_path, capsy
     assert export(trained[0], "p.pt2") == 0
     out = json.loads(capsys.readouterr().out)
     assert out["format"] == "pt2" and Path(out["path"]).is_file()
+    with pytest.raises(ValueError, match="path: expected a file name ending in .pt2 or .onnx"):
+        export_policy(trained[0], tmp_path / "p.pt")
     assert export(trained[0], "p.pt") == 2
     assert "argument --output: expected a name ending in .pt2 or .onnx" in capsys.readouterr().err
     assert export(tmp_path / "none.pt", "q.pt2") == 2

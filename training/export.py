@@ -82,7 +82,7 @@ def export_policy(checkpoint: str | os.PathLike, path: str | os.PathLike) -> dic
     file that is not a checkpoint, ``ValueError`` for another suffix."""
     path = Path(path)
     if path.suffix not in FORMATS:
-        raise ValueError(f"expected a file name ending in one of {FORMATS}, got {str(path)!r}")
+        raise ValueError(f"path: expected a file name ending in .pt2 or .onnx, got {str(path)!r}")
     policy, meta = _policy(load_checkpoint(checkpoint))
     example = (torch.zeros(2, meta["obs_dim"]),)
     batch = {0: torch.export.Dim("batch")}
