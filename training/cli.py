@@ -207,6 +207,8 @@ def _export(checkpoint: str, output: str) -> dict:
         raise _UsageError(
             'argument --output: ONNX export needs the packages onnx and onnxscript: pip install -e ".[export]"'
         )
+    if output.endswith(".onnx") and torch.__version__ < "2.5":  # its dynamo exporter came with 2.5
+        raise _UsageError(f"argument --output: ONNX export needs torch >= 2.5, this is {torch.__version__}")
     _make_dir(Path(output).parent, "--output")
     try:
         return export_policy(checkpoint, output)

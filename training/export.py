@@ -6,7 +6,7 @@ one graph: raw observations ``(B, obs_dim)`` float32, as the env returns them, i
 size is free. Two formats, chosen by the file's suffix:
 
 - ``.pt2``: a ``torch.export`` program. ``torch.export.load(path).module()(obs)``.
-- ``.onnx``: ONNX (opset 18), through torch's dynamo exporter (needs the ``onnx`` and
+- ``.onnx``: ONNX (opset 18), through torch's dynamo exporter (torch >= 2.5, and the ``onnx`` and
   ``onnxscript`` packages: ``pip install -e ".[export]"``), for ONNX Runtime, TensorRT and the like.
 
 Both carry the task, the dimensions and the checkpoint's iteration as metadata (``warpgym.json``
