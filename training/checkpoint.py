@@ -18,12 +18,19 @@ from typing import Any
 import torch
 from torch import nn
 
+from warpgym.config import from_dict
+
+from .config import TrainConfig
+from .models import ActorCritic
+from .normalizer import ObsNormalizer
+
 __all__ = [
     "CheckpointError",
     "load_checkpoint",
     "save_atomic",
     "link_atomic",
     "check_shapes",
+    "load_policy",
     "generator_state",
     "restore_generator",
 ]
@@ -97,6 +104,22 @@ def check_shapes(module: nn.Module, state: dict[str, torch.Tensor], what: str) -
                 f"its {what} does not fit this run: {key} has shape {tuple(state[key].shape)} in the "
                 f"checkpoint and {tuple(value.shape)} here (made with other config overrides?)"
             )
+
+
+def load_policy(
+    ckpt: dict[str, Any], obs_dim: int, act_dim: int, device: torch.device | str = "cpu"
+) -> tuple[ActorCritic, ObsNormalizer]:
+    """The checkpoint's ``(ActorCritic, ObsNormalizer)`` on ``device``, built from its train config
+    for ``obs_dim`` observations and ``act_dim`` actions. Raises ``CheckpointError`` where its model
+    or normalizer has other shapes."""
+    train = from_dict(TrainConfig, ckpt["spec"]["train"], "train")
+    model = ActorCritic(obs_dim, act_dim, train.policy).to(device)
+    normalizer = ObsNormalizer(obs_dim, enabled=train.ppo.normalize_obs).to(device)
+    check_shapes(model, ckpt["model"], "model")
+    check_shapes(normalizer, ckpt["normalizer"], "observation normalizer")
+    model.load_state_dict(ckpt["model"])
+    normalizer.load_state_dict(ckpt["normalizer"])
+    return model, normalizer
 
 
 def generator_state(generator: torch.Generator) -> dict[str, Any]:

@@ -35,13 +35,11 @@ from warpgym.config import ConfigError, config_dir, config_path, from_dict, merg
 from warpgym.render import RenderUnavailableError
 
 from . import distributed
-from .checkpoint import CheckpointError, check_shapes, load_checkpoint
+from .checkpoint import CheckpointError, load_checkpoint, load_policy
 from .config import RunSpec, TrainConfig, load_run_spec, parse_overrides
 from .cpu_threads import cpu_threads
 from .evaluate import evaluate
 from .export import FORMATS, export_policy
-from .models import ActorCritic
-from .normalizer import ObsNormalizer
 from .runner import Runner, make_env, make_video_env
 from .video import rollout_frames, write_video
 
@@ -338,12 +336,7 @@ def play(
         print(_BUILDING, file=sys.stderr, flush=True)
     env = make_env(spec, num_envs or episodes, ctx.device, seed, autoreset_mode=AutoresetMode.DISABLED)
     obs_dim, act_dim = env.single_observation_space.shape[0], env.single_action_space.shape[0]
-    model = ActorCritic(obs_dim, act_dim, train_cfg.policy).to(ctx.device)
-    normalizer = ObsNormalizer(obs_dim, enabled=train_cfg.ppo.normalize_obs).to(ctx.device)
-    check_shapes(model, ckpt["model"], "model")
-    check_shapes(normalizer, ckpt["normalizer"], "observation normalizer")
-    model.load_state_dict(ckpt["model"])
-    normalizer.load_state_dict(ckpt["normalizer"])
+    model, normalizer = load_policy(ckpt, obs_dim, act_dim, ctx.device)
 
     def policy(o: torch.Tensor) -> torch.Tensor:
         return model.actor(normalizer(o))

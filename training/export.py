@@ -24,11 +24,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from warpgym.config import from_dict
-
-from .checkpoint import check_shapes, load_checkpoint
-from .config import TrainConfig
-from .models import ActorCritic, Tanh
+from .checkpoint import load_checkpoint, load_policy
+from .models import Tanh
 from .normalizer import ObsNormalizer
 
 __all__ = ["DeployedPolicy", "export_policy", "FORMATS"]
@@ -57,14 +54,9 @@ class DeployedPolicy(nn.Module):
 
 def _policy(ckpt: dict) -> tuple[DeployedPolicy, dict]:
     """The checkpoint's policy on the CPU, in eval mode, and its metadata."""
-    train = from_dict(TrainConfig, ckpt["spec"]["train"], "train")
     obs_dim = ckpt["normalizer"]["mean"].shape[0]
     act_dim = ckpt["model"]["log_std"].shape[0]
-    model = ActorCritic(obs_dim, act_dim, train.policy)
-    normalizer = ObsNormalizer(obs_dim, enabled=train.ppo.normalize_obs)
-    check_shapes(model, ckpt["model"], "model")
-    model.load_state_dict(ckpt["model"])
-    normalizer.load_state_dict(ckpt["normalizer"])
+    model, normalizer = load_policy(ckpt, obs_dim, act_dim)
     meta = {
         "task": ckpt["spec"]["task"],
         "obs_dim": obs_dim,
