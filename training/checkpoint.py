@@ -1,4 +1,5 @@
-"""Checkpoints: writing them atomically, loading them safely, and restoring random generators.
+"""Checkpoints: writing them atomically, loading them safely, restoring the policy they hold and
+their random generators.
 
 A checkpoint holds only tensors and plain data (dicts, lists, tuples, str, int, float, bool, None),
 so it loads with ``torch.load(weights_only=True)``: its unpickling cannot run code, and a file that
