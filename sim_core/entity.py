@@ -339,16 +339,17 @@ class RigidEntity(BaseMixin, ParamsMixin):
         pairs = lambda c, v: [(field, c, v)]  # noqa: E731
         self._set(pairs, value, name, dofs_idx_local, envs_idx, check=None if unsafe else check, unsafe=unsafe)
 
-    def set_dofs_force_range(self, lower, upper, dofs_idx_local=None, envs_idx=None):
-        """Actuator force limits; ``lower <= upper`` elementwise."""
+    def set_dofs_force_range(self, lower, upper, dofs_idx_local=None, envs_idx=None, *, unsafe=False):
+        """Actuator force limits; ``lower <= upper`` elementwise (``unsafe`` skips the value checks,
+        which read the values on the host)."""
         s = self.solver
         cols, sel = self._sel(dofs_idx_local, envs_idx)
         n = (_select.ncols(cols),)
-        lo, b1 = _select.to_values(lower, "lower", sel, s.n_envs, n, s.device)
-        hi, b2 = _select.to_values(upper, "upper", sel, s.n_envs, n, s.device)
+        lo, b1 = _select.to_values(lower, "lower", sel, s.n_envs, n, s.device, check_finite=not unsafe)
+        hi, b2 = _select.to_values(upper, "upper", sel, s.n_envs, n, s.device, check_finite=not unsafe)
         if b1 != b2 or lo.shape != hi.shape:
             raise _select.ShapeError(f"lower/upper: shapes differ: {tuple(lo.shape)} vs {tuple(hi.shape)}")
-        if bool((lo > hi).any()):
+        if not unsafe and bool((lo > hi).any()):
             raise InvalidValueError("lower/upper: lower must not exceed upper")
         _select.write(s.params.dof_force_lo, cols, sel, lo, b1, s.n_envs)
         _select.write(s.params.dof_force_hi, cols, sel, hi, b1, s.n_envs)

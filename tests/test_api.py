@@ -1,5 +1,6 @@
 """The Genesis-style API: shapes, envs_idx forms, views, immediate updates, errors, determinism."""
 
+import inspect
 import os
 import runpy
 import subprocess
@@ -257,6 +258,17 @@ def test_bad_input_raises_and_leaves_state_unchanged(case):
     after = _state(scene)
     for k in before:
         assert torch.equal(before[k], after[k]), k
+
+
+def test_every_setter_and_controller_can_skip_its_value_checks():
+    """``unsafe=True``, as in Genesis: the values are written as given, without reading them on the
+    host (the caller vouches for them)."""
+    scene, franka = franka_scene(4)
+    methods = [m for m in dir(franka) if m.startswith(("set_", "control_"))]
+    assert [m for m in methods if "unsafe" not in inspect.signature(getattr(franka, m)).parameters] == []
+    franka.set_dofs_force_range(torch.ones(9), -torch.ones(9), unsafe=True)  # refused when checked
+    lower, upper = franka.get_dofs_force_range()
+    assert torch.equal(lower.cpu(), torch.ones(4, 9)) and torch.equal(upper.cpu(), -torch.ones(4, 9))
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
