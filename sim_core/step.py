@@ -3,8 +3,8 @@
 
 ``generate_source`` is the driver. One substep of one env (``_emit_substep``) is the pipeline:
 
-    kinematics -> dynamics (bias forces, mass matrix and factor) -> actuation -> velocity update
-    -> joint limits -> contacts (rows, solve) -> positions -> collision (poses and contacts at the
+    kinematics -> dynamics (bias forces, mass matrix) -> actuation -> velocity update (factor of A,
+    solve) -> joint limits -> contacts (rows, solve) -> positions -> collision (poses and contacts at the
     final state, which the next substep or step starts from)
 
 - ``step``: ``nsub`` substeps of every env. One launch per ``scene.step()`` without contacts; it
@@ -249,7 +249,7 @@ def _emit_substep(t: Tree, e: Emitter, contacts: bool) -> None:
 
 
 def _emit_smooth_dynamics(t: Tree, e: Emitter) -> None:
-    """Kinematics, bias forces, the mass matrix and its factor, and actuation at ``q*``, ``v*``."""
+    """Kinematics, bias forces, the mass matrix and actuation at ``q*``, ``v*``."""
     segs = t.segments
     e.stage("kinematics", "engine.kinematics.emit_segment_transforms")
     X = kinematics.emit_segment_transforms(segs, e)
