@@ -1,6 +1,7 @@
 """Exporting a checkpoint's deterministic policy (``warpgym export``): the exported ``.pt2`` and
 ``.onnx`` files give the actions the trainer's policy gives, for any batch size."""
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -96,7 +97,7 @@ def test_onnx_export_matches_the_policy_for_any_batch(trained, tmp_path):
         np.testing.assert_allclose(actions, expected[:n], atol=1e-5)
 
 
-def test_cli_export_prints_json_and_names_bad_arguments(trained, tmp_path, capsys):
+def test_cli_export_prints_json_and_names_bad_arguments(trained, tmp_path, capsys, monkeypatch):
     def export(checkpoint, output) -> int:
         return cli.main(["export", "--checkpoint", str(checkpoint), "--output", str(tmp_path / output)])
 
@@ -110,3 +111,10 @@ def test_cli_export_prints_json_and_names_bad_arguments(trained, tmp_path, capsy
     assert export(tmp_path / "none.pt", "q.pt2") == 2
     err = capsys.readouterr().err
     assert "argument --checkpoint" in err and not (tmp_path / "q.pt2").exists()
+    find_spec = importlib.util.find_spec  # an environment without onnxscript
+    without = lambda name, *a: None if name == "onnxscript" else find_spec(name, *a)  # noqa: E731
+    monkeypatch.setattr(importlib.util, "find_spec", without)
+    assert export(trained[0], "p.onnx") == 2 and not (tmp_path / "p.onnx").exists()
+    assert "argument --output: ONNX export needs the packages onnx and onnxscript (onnxscript missing)" in (
+        capsys.readouterr().err
+    )

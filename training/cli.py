@@ -17,7 +17,6 @@ error is one line on stderr naming the argument, with exit status 2.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import re
@@ -39,7 +38,7 @@ from .checkpoint import CheckpointError, load_checkpoint, load_policy
 from .config import RunSpec, TrainConfig, load_run_spec, parse_overrides
 from .cpu_threads import cpu_threads
 from .evaluate import evaluate
-from .export import FORMATS, export_policy
+from .export import FORMATS, export_policy, onnx_unavailable
 from .runner import Runner, make_env, make_video_env
 from .video import rollout_frames, write_video
 
@@ -201,12 +200,8 @@ def _export(checkpoint: str, output: str) -> dict:
     """``export_policy`` with its errors as usage errors naming the argument."""
     if Path(output).suffix not in FORMATS:
         raise _UsageError(f"argument --output: expected a name ending in .pt2 or .onnx, got {output!r}")
-    if output.endswith(".onnx") and not all(importlib.util.find_spec(m) for m in ("onnx", "onnxscript")):
-        raise _UsageError(
-            'argument --output: ONNX export needs the packages onnx and onnxscript: pip install -e ".[export]"'
-        )
-    if output.endswith(".onnx") and torch.__version__ < "2.5":  # its dynamo exporter came with 2.5
-        raise _UsageError(f"argument --output: ONNX export needs torch >= 2.5, this is {torch.__version__}")
+    if output.endswith(".onnx") and (why := onnx_unavailable()):
+        raise _UsageError(f"argument --output: {why}")
     _make_dir(Path(output).parent, "--output")
     try:
         return export_policy(checkpoint, output)

@@ -15,6 +15,7 @@ in the ``.pt2`` archive's extra files, ``metadata_props`` in the ONNX model).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -28,10 +29,22 @@ from .checkpoint import load_checkpoint, load_policy
 from .models import Tanh
 from .normalizer import ObsNormalizer
 
-__all__ = ["DeployedPolicy", "export_policy", "FORMATS"]
+__all__ = ["DeployedPolicy", "export_policy", "onnx_unavailable", "FORMATS"]
 
 FORMATS = (".pt2", ".onnx")
 ONNX_OPSET = 18
+
+
+def onnx_unavailable() -> str | None:
+    """Why this environment cannot write ONNX (a missing package, an old torch), or None."""
+    missing = [m for m in ("onnx", "onnxscript") if importlib.util.find_spec(m) is None]
+    if missing:
+        return f"ONNX export needs the packages onnx and onnxscript ({', '.join(missing)} missing): " + (
+            'pip install -e ".[export]"'
+        )
+    if torch.__version__ < "2.5":  # the dynamo exporter came with torch 2.5
+        return f"ONNX export needs torch >= 2.5, this is {torch.__version__}"
+    return None
 
 
 class DeployedPolicy(nn.Module):
@@ -71,10 +84,13 @@ def _policy(ckpt: dict) -> tuple[DeployedPolicy, dict]:
 def export_policy(checkpoint: str | os.PathLike, path: str | os.PathLike) -> dict:
     """Write ``checkpoint``'s deterministic policy to ``path`` (``.pt2`` or ``.onnx``, see the module
     docstring); returns its metadata with ``path`` and ``format``. Raises ``CheckpointError`` for a
-    file that is not a checkpoint, ``ValueError`` for another suffix."""
+    file that is not a checkpoint, ``ValueError`` for another suffix or an ONNX file this environment
+    cannot write (``onnx_unavailable``)."""
     path = Path(path)
     if path.suffix not in FORMATS:
         raise ValueError(f"path: expected a file name ending in .pt2 or .onnx, got {str(path)!r}")
+    if path.suffix == ".onnx" and (why := onnx_unavailable()):
+        raise ValueError(f"path: {why}")
     policy, meta = _policy(load_checkpoint(checkpoint))
     example = (torch.zeros(2, meta["obs_dim"]),)
     batch = {0: torch.export.Dim("batch")}
