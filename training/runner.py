@@ -287,16 +287,17 @@ class Runner:
         self.env_steps += self.cfg.batch_size * self.ctx.world_size
         self._log(losses, t1 - t0, t2 - t1, elapsed_before + t2 - t0, total, max_time_s)
         evaluate_now = self.evaluations is not None and self.iteration % self.cfg.eval_every == 0
+        saved = None
         if self.iteration % self.cfg.save_every == 0 or evaluate_now:  # best.pt may name an evaluated one
-            self.save()
+            saved = self.save()
         if evaluate_now:
-            self._evaluate()
+            self._evaluate(saved)
         if self.video_every and self.logger is not None and self.iteration % self.video_every == 0:
             self._video()
 
-    def _evaluate(self) -> None:
-        """The deterministic policy on the evaluation episodes (``train.eval_every``), logged."""
-        saved = None if self.logdir is None else self.logdir / "checkpoints" / f"model_{self.iteration:06d}.pt"
+    def _evaluate(self, saved: Path | None) -> None:
+        """The deterministic policy on the evaluation episodes (``train.eval_every``), logged; ``saved``:
+        this iteration's checkpoint (None: none written)."""
         with cpu_threads(self.cfg.rollout_threads, self.device):
             result = self.evaluations(self.policy, self.iteration, self.env_steps, saved)
         self.eval_seconds += result["seconds"]
@@ -424,14 +425,17 @@ class Runner:
             "reseeded from their saved state (deterministic, but not the stream the saving device would give)"
         ]
 
-    def save(self) -> None:
+    def save(self) -> Path | None:
+        """This iteration's checkpoint, also linked as ``last.pt``; its path (None: this process
+        writes none)."""
         if not self.ctx.is_main or self.logdir is None:
-            return
+            return None
         ckpt_dir = self.logdir / "checkpoints"
         path = ckpt_dir / f"model_{self.iteration:06d}.pt"
         save_atomic(self.state_dict(), path)
         link_atomic(path, ckpt_dir / "last.pt")
         self._saved_at = self.iteration
+        return path
 
     def _check_ranks_in_sync(self) -> None:
         """Under DDP every rank must hold the same parameters; rank 0 records the per-rank sums."""
